@@ -1,0 +1,188 @@
+"""Core IR datatypes: typed A-normal form with ifs, loops, calls.
+
+Contract:
+- A `Body` is a sequence of `Let` statements followed by result atoms.
+- Every operand is an `Atom`: a `Var` or a `Const`.
+- Variables are bound exactly once in a function (SSA); passes that copy code
+  rename it (see `ir.traverse.rename_body`).
+- The IR is purely functional: an update produces a new array. Backends may
+  update in place when the old array is dead.
+- Expressions: `Prim` (a row of the primitive table), `If`, `Loop` (`ForForm`
+  or `WhileForm`), `Apply` (call of a named function of the `Prog`,
+  recursion allowed). Parallel combinators (map, reduce, scan, hist, scatter)
+  will be further `Exp` classes holding `Lambda`s; passes dispatch on the
+  class, so adding them does not change existing constructs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import numpy as np
+
+from .types import TensorType, Type
+
+
+@dataclass(frozen=True)
+class SrcLoc:
+    """Where in the user's source a statement came from."""
+
+    file: str
+    line: int
+    text: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True, eq=True)
+class Var:
+    name: str
+    type: Type
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Const:
+    """A constant: a Python scalar, or a NumPy array (`type` gives its shape)."""
+
+    __slots__ = ("value", "type")
+
+    def __init__(self, value, type: TensorType):
+        if type.shape:
+            value = np.asarray(value, dtype=_np_dtype(type.dtype))
+            value.setflags(write=False)
+        else:
+            value = {"f64": float, "f32": float, "i64": int, "bool": bool}[type.dtype](value)
+        self.value = value
+        self.type = type
+
+    def _key(self):
+        v = self.value
+        if isinstance(v, np.ndarray):
+            return (self.type, v.tobytes())
+        return (self.type, v)
+
+    def __eq__(self, other):
+        return isinstance(other, Const) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return f"Const({self.value!r}, {self.type})"
+
+
+def _np_dtype(d):
+    from .types import np_dtype
+
+    return np_dtype(d)
+
+
+Atom = Union[Var, Const]
+
+
+@dataclass(frozen=True)
+class Prim:
+    """Apply primitive `op` (a row of `ir.prims.TABLE`) to atoms.
+
+    `params` is a tuple of (key, value) pairs with hashable values.
+    """
+
+    op: str
+    args: tuple[Atom, ...]
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def p(self) -> dict:
+        return dict(self.params)
+
+
+@dataclass(frozen=True)
+class Body:
+    stmts: tuple["Let", ...]
+    result: tuple[Atom, ...]
+
+
+@dataclass(frozen=True)
+class If:
+    cond: Atom
+    then: Body
+    else_: Body
+
+
+@dataclass(frozen=True)
+class ForForm:
+    """`for index < bound`: index runs 0, 1, ..., bound-1."""
+
+    index: Var
+    bound: Atom
+
+
+@dataclass(frozen=True)
+class WhileForm:
+    """`while cond`: `cond` is one of the loop parameters (a bool).
+
+    The body computes the condition for the next iteration, as in Futhark.
+    """
+
+    cond: Var
+
+
+@dataclass(frozen=True)
+class Loop:
+    """Loop-carried `params` start as `init`; the body returns their next values."""
+
+    params: tuple[Var, ...]
+    init: tuple[Atom, ...]
+    form: Union[ForForm, WhileForm]
+    body: Body
+
+
+@dataclass(frozen=True)
+class Apply:
+    """Call of the function `func` of the program."""
+
+    func: str
+    args: tuple[Atom, ...]
+
+
+Exp = Union[Prim, If, Loop, Apply]
+
+
+@dataclass(frozen=True)
+class Let:
+    pat: tuple[Var, ...]
+    exp: Exp
+    loc: SrcLoc | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Func:
+    name: str
+    params: tuple[Var, ...]
+    body: Body
+    ret_types: tuple[Type, ...]
+    loc: SrcLoc | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Prog:
+    """A program: named functions, and the name of the entry function."""
+
+    funcs: tuple[Func, ...]
+    entry: str
+
+    def func(self, name: str) -> Func:
+        for f in self.funcs:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    @property
+    def main(self) -> Func:
+        return self.func(self.entry)
+
+    def with_funcs(self, funcs, entry=None) -> "Prog":
+        return Prog(tuple(funcs), entry or self.entry)

@@ -1,0 +1,70 @@
+"""The one place where generated names are decided.
+
+Conventions (see DESIGN.md): tangents are ``x_tan``, adjoints ``x_adj``,
+derived functions ``f_jvp`` and ``f_vjp``. `NameSupply` makes names unique
+within a function by adding ``_2``, ``_3``, ... to a base name.
+"""
+from __future__ import annotations
+
+import re
+
+_SUFFIX = re.compile(r"_(\d+)$")
+
+
+def base(name: str) -> str:
+    """The user-facing stem of a name: ``x_3`` -> ``x``."""
+    return _SUFFIX.sub("", name) or name
+
+
+def tangent(name: str) -> str:
+    return base(name) + "_tan"
+
+
+def adjoint(name: str) -> str:
+    return base(name) + "_adj"
+
+
+def saved(name: str) -> str:
+    return base(name) + "_saved"
+
+
+def undo(name: str) -> str:
+    return base(name) + "_undo"
+
+
+def jvp_func(fname: str) -> str:
+    return fname + "_jvp"
+
+
+def vjp_func(fname: str) -> str:
+    return fname + "_vjp"
+
+
+def grad_func(fname: str) -> str:
+    return fname + "_grad"
+
+
+class NameSupply:
+    """Hands out names that are unique among those it has seen."""
+
+    def __init__(self, used=()):
+        self.used: set[str] = set(used)
+        self.counters: dict[str, int] = {}
+
+    def fresh(self, hint: str = "t") -> str:
+        hint = hint if hint.isidentifier() else "t"
+        stem = base(hint)
+        if stem not in self.used:
+            self.used.add(stem)
+            return stem
+        n = self.counters.get(stem, 1)
+        while True:
+            n += 1
+            cand = f"{stem}_{n}"
+            if cand not in self.used:
+                self.counters[stem] = n
+                self.used.add(cand)
+                return cand
+
+    def reserve(self, name: str) -> None:
+        self.used.add(name)

@@ -1,0 +1,164 @@
+"""Indexing: basic indexing/slicing (`index`, `index_update`) and gathers
+(`take`, `take_add`).
+
+`spec` describes one entry per leading dimension of the indexed array:
+``("d",)`` consumes the next index argument (a scalar i64; the dimension is
+dropped) and ``("s", start, stop, step)`` is a static slice (the dimension is
+kept). Dimensions past the spec are taken whole. `index_update` writes `v`
+into the selected region (``mode="set"``) or adds it there (``mode="add"``);
+`v` broadcasts to the region's shape.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import TensorType
+from . import TABLE, Row, check
+from ._util import unbroadcast
+
+
+def region_shape(shape, spec):
+    out = []
+    for d, s in zip(shape, spec):
+        if s[0] == "s":
+            out.append(len(range(*slice(s[1], s[2], s[3]).indices(d))))
+    out.extend(shape[len(spec):])
+    return tuple(out)
+
+
+def _check_spec(t, spec, idx_types):
+    check(len(spec) <= t.ndim, f"too many indices ({len(spec)}) for array {t}")
+    nd = sum(1 for s in spec if s[0] == "d")
+    check(nd == len(idx_types), "index: spec and index arguments disagree")
+    for it in idx_types:
+        check(it.ndim == 0 and it.dtype in ("i64", "bool"),
+              f"array indices must be integer scalars, got {it}",
+              hint="use int(...) or .astype(int) for computed indices")
+
+
+def np_index(spec, idx):
+    it = iter(idx)
+    return tuple(int(next(it)) if s[0] == "d" else slice(s[1], s[2], s[3]) for s in spec)
+
+
+def _index_type(ts, spec):
+    t, *its = ts
+    _check_spec(t, spec, its)
+    return (t.with_shape(region_shape(t.shape, spec)),)
+
+
+def _index_impl(x, *idx, spec):
+    r = np.asarray(x)[np_index(spec, idx)]
+    return r.copy() if isinstance(r, np.ndarray) else r
+
+
+def _index_jvp(b, args, tans, outs, spec):
+    return [b.index(tans[0], *args[1:], spec=spec)]
+
+
+def _index_vjp(b, args, outs, cts, need, spec):
+    x = args[0]
+    z = b.zeros(x.type.with_dtype(cts[0].type.dtype), name="zeros")
+    return [b.index_update(z, cts[0], *args[1:], spec=spec, mode="add")] + [None] * (len(args) - 1)
+
+
+TABLE.add(Row("index", _index_type, _index_impl, _index_jvp, _index_vjp,
+              cost=lambda ts, outs, spec: 0))
+
+
+def _update_type(ts, spec, mode):
+    t, v, *its = ts
+    _check_spec(t, spec, its)
+    region = region_shape(t.shape, spec)
+    try:
+        ok = tuple(np.broadcast_shapes(v.shape, region)) == region
+    except ValueError:
+        ok = False
+    check(ok, f"cannot assign a value of shape {v.shape} to a region of shape {region}",
+          hint="the assigned value must broadcast to the indexed region")
+    check(mode in ("set", "add"), f"bad update mode {mode}")
+    return (t,)
+
+
+def _update_impl(x, v, *idx, spec, mode):
+    r = np.array(x, copy=True)
+    ix = np_index(spec, idx)
+    if mode == "set":
+        r[ix] = v
+    else:
+        r[ix] += v
+    return r
+
+
+def _update_jvp(b, args, tans, outs, spec, mode):
+    x, v, *idx = args
+    tx, tv = tans[0], tans[1]
+    if tx is None and tv is None:
+        return [None]
+    if tx is None:
+        tx = b.zeros(outs[0].type)
+    if tv is None:
+        if mode == "add":
+            return [tx]
+        tv = b.const(0.0, outs[0].type.dtype)
+    return [b.index_update(tx, tv, *idx, spec=spec, mode=mode)]
+
+
+def _update_vjp(b, args, outs, cts, need, spec, mode):
+    x, v, *idx = args
+    (ct,) = cts
+    gx = gv = None
+    if need[0]:
+        gx = ct if mode == "add" else b.index_update(ct, b.const(0.0, ct.type.dtype), *idx, spec=spec, mode="set")
+    if need[1]:
+        gv = unbroadcast(b, b.index(ct, *idx, spec=spec), v.type)
+    return [gx, gv] + [None] * len(idx)
+
+
+TABLE.add(Row("index_update", _update_type, _update_impl, _update_jvp, _update_vjp,
+              cost=lambda ts, outs, spec, mode: ts[1].size))
+
+
+def _take_type(ts, axis):
+    t, it = ts
+    check(it.dtype in ("i64",), f"gather indices must be integers, got {it}")
+    check(0 <= axis < t.ndim, f"gather axis {axis} out of range for {t}")
+    return (t.with_shape(t.shape[:axis] + it.shape + t.shape[axis + 1:]),)
+
+
+TABLE.add(Row(
+    "take", _take_type, lambda x, i, axis: np.take(x, i, axis=axis),
+    jvp=lambda b, a, t, o, axis: [b.take(t[0], a[1], axis=axis)],
+    vjp=lambda b, a, o, ct, need, axis: [
+        b.take_add(b.zeros(a[0].type.with_dtype(ct[0].type.dtype)), a[1], ct[0], axis=axis), None],
+    cost=lambda ts, outs, axis: outs[0].size,
+))
+
+
+def _take_add_type(ts, axis):
+    t, it, v = ts
+    (want,) = _take_type([t, it], axis)
+    check(tuple(v.shape) == tuple(want.shape), f"take_add: values {v} do not match {want}")
+    return (t,)
+
+
+def _take_add_impl(x, i, v, axis):
+    r = np.array(x, copy=True)
+    np.add.at(r, (slice(None),) * axis + (i,), v)
+    return r
+
+
+def _take_add_jvp(b, a, t, o, axis):
+    tx, tv = t[0], t[2]
+    if tv is None:
+        return [tx]
+    if tx is None:
+        tx = b.zeros(o[0].type)
+    return [b.take_add(tx, a[1], tv, axis=axis)]
+
+
+TABLE.add(Row(
+    "take_add", _take_add_type, _take_add_impl, _take_add_jvp,
+    vjp=lambda b, a, o, ct, need, axis: [ct[0], None, b.take(ct[0], a[1], axis=axis) if need[2] else None],
+    cost=lambda ts, outs, axis: ts[2].size,
+))

@@ -1,0 +1,97 @@
+"""Reductions over axes: sum, prod, max, min, argmax, argmin."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import TensorType
+from . import TABLE, Row, check
+from ._util import c, keepdims_shape, size
+
+
+def _axes_type(name, t, axes):
+    check(all(0 <= a < t.ndim for a in axes), f"'{name}': axes {axes} out of range for {t}")
+    return tuple(d for i, d in enumerate(t.shape) if i not in axes)
+
+
+def _red_type(name, int_out=False):
+    def type_(ts, axes):
+        (t,) = ts
+        shape = _axes_type(name, t, axes)
+        dt = "i64" if int_out else ("i64" if t.dtype == "bool" and name in ("sum", "prod") else t.dtype)
+        return (TensorType(dt, shape),)
+    return type_
+
+
+def _cost_in(ts, outs, **p):
+    return ts[0].size
+
+
+def _expand(b, v, x, axes):
+    """Broadcast a reduced value back to the shape of x."""
+    kd = keepdims_shape(x.type.shape, axes)
+    if tuple(v.type.shape) != kd:
+        v = b.reshape(v, shape=kd)
+    if kd != tuple(x.type.shape):
+        v = b.broadcast_to(v, shape=tuple(x.type.shape))
+    return v
+
+
+def _np_red(fn):
+    def impl(x, axes):
+        r = fn(x, axis=tuple(axes)) if axes else np.asarray(x).copy()
+        return r
+    return impl
+
+
+# sum
+TABLE.add(Row(
+    "sum", _red_type("sum"), _np_red(np.sum),
+    jvp=lambda b, a, t, o, axes: [b.sum(t[0], axes=axes) if axes else t[0]],
+    vjp=lambda b, a, o, ct, need, axes: [_expand(b, ct[0], a[0], axes)],
+    cost=_cost_in,
+))
+
+
+def _prod_jvp(b, a, t, o, axes):
+    # d prod = prod * sum(t / x)   (see note [prod-zeros] in docs/design.md)
+    return [b.mul(o[0], b.sum(b.div(t[0], a[0]), axes=axes))]
+
+
+def _prod_vjp(b, a, o, ct, need, axes):
+    return [b.div(_expand(b, b.mul(ct[0], o[0]), a[0], axes), a[0])]
+
+
+TABLE.add(Row("prod", _red_type("prod"), _np_red(np.prod), _prod_jvp, _prod_vjp, _cost_in))
+
+
+def _extremum(name, fn):
+    def mask(b, x, out, axes):
+        m = b.cast(b.eq(x, _expand(b, out, x, axes)), dtype=x.type.dtype)
+        cnt = b.sum(m, axes=axes)
+        return m, cnt
+
+    def jvp(b, a, t, o, axes):
+        m, cnt = mask(b, a[0], o[0], axes)
+        return [b.div(b.sum(b.mul(t[0], m), axes=axes), cnt)]
+
+    def vjp(b, a, o, ct, need, axes):
+        m, cnt = mask(b, a[0], o[0], axes)
+        return [b.mul(m, _expand(b, b.div(ct[0], cnt), a[0], axes))]
+
+    TABLE.add(Row(name, _red_type(name), _np_red(fn), jvp, vjp, _cost_in,
+                  doc="ties share the derivative evenly"))
+
+
+_extremum("max", np.max)
+_extremum("min", np.min)
+
+
+def _arg_type(ts, axis):
+    (t,) = ts
+    check(0 <= axis < t.ndim, f"axis {axis} out of range for {t}")
+    return (TensorType("i64", tuple(d for i, d in enumerate(t.shape) if i != axis)),)
+
+
+for _n, _f in (("argmax", np.argmax), ("argmin", np.argmin)):
+    TABLE.add(Row(_n, _arg_type, (lambda f: lambda x, axis: f(x, axis=axis))(_f),
+                  cost=_cost_in, zero_deriv=True))

@@ -1,0 +1,111 @@
+"""Stores: growable last-in-first-out stacks that hold what a return sweep needs.
+
+A store is used linearly: each store value is consumed by exactly one push or
+pop, so backends may mutate it in place. Derivatives (see note [store-adjoints]
+in docs/design.md): the tangent of a store is the store of tangents; the
+adjoint of a push is a pop of the adjoint store and vice versa, so reverse
+mode over code that already uses stores (grad of grad) works.
+"""
+from __future__ import annotations
+
+from ..types import StoreType, TensorType
+from . import TABLE, Row, check
+
+
+class StoreValue:
+    """Runtime value of a store in the interpreter; reports its bytes to a meter."""
+
+    __slots__ = ("items", "meter", "elem_bytes")
+
+    def __init__(self, elem_bytes: int, meter=None):
+        self.items = []
+        self.meter = meter
+        self.elem_bytes = elem_bytes
+
+    def push(self, v):
+        self.items.append(v)
+        if self.meter is not None:
+            self.meter.alloc(self.elem_bytes)
+        return self
+
+    def pop(self):
+        v = self.items.pop()
+        if self.meter is not None:
+            self.meter.free(self.elem_bytes)
+        return self, v
+
+
+# The interpreter installs its meter here while it runs (see backends.interp).
+CURRENT_METER = [None]
+
+
+def _new_type(ts, elem):
+    return (StoreType(elem),)
+
+
+def _push_type(ts):
+    s, v = ts
+    check(isinstance(s, StoreType) and s.elem == v, f"store_push: {v} into {s}")
+    return (s,)
+
+
+def _pop_type(ts):
+    (s,) = ts
+    check(isinstance(s, StoreType), f"store_pop from {s}")
+    return (s, s.elem)
+
+
+def _zeros_like_impl(s):
+    import numpy as np
+
+    out = StoreValue(s.elem_bytes, CURRENT_METER[0])
+    for v in s.items:
+        out.push(np.zeros_like(v))
+    return out
+
+
+def _push_jvp(b, a, t, o):
+    s, v = a
+    ts, tv = t
+    if ts is None and tv is None:
+        return [None]
+    if ts is None:
+        ts = b.store_zeros_like(s)
+    if tv is None:
+        tv = b.zeros(v.type)
+    return [b.store_push(ts, tv)]
+
+
+def _pop_jvp(b, a, t, o):
+    if t[0] is None:
+        return [None, None]
+    s2, v = b.emit_multi("store_pop", t[0], name="popped_tan")
+    return [s2, v]
+
+
+def _push_vjp(b, a, o, cts, need):
+    s, v = a
+    (ct,) = cts
+    cs, cv = b.emit_multi("store_pop", ct, name="popped_adj")
+    return [cs, cv if need[1] else None]
+
+
+def _pop_vjp(b, a, o, cts, need):
+    s2, v = o
+    cs, cv = cts
+    if cs is None:
+        cs = b.store_zeros_like(s2)
+    if cv is None:
+        cv = b.zeros(v.type)
+    return [b.store_push(cs, cv)]
+
+
+def _store_cost(ts, outs, **p):
+    return 0
+
+
+TABLE.add(Row("store_new", _new_type, lambda elem: StoreValue(elem.nbytes, CURRENT_METER[0]),
+              cost=_store_cost, zero_deriv=True))
+TABLE.add(Row("store_push", _push_type, lambda s, v: s.push(v), _push_jvp, _push_vjp, _store_cost))
+TABLE.add(Row("store_pop", _pop_type, lambda s: s.pop(), _pop_jvp, _pop_vjp, _store_cost, multi=True))
+TABLE.add(Row("store_zeros_like", lambda ts: (ts[0],), _zeros_like_impl, cost=_store_cost, zero_deriv=True))
