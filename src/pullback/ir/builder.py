@@ -17,8 +17,15 @@ class Builder:
         self.stmts: list[Let] = []
         self.loc = loc
 
-    def sub(self) -> "Builder":
+    def child(self) -> "Builder":
+        """A builder for a nested body (branch, loop body) sharing the name supply."""
         return Builder(self.supply, self.loc)
+
+    def sub(self, *args, **kw):
+        """The `sub` primitive; with no arguments, `child()` (kept for convenience)."""
+        if not args:
+            return self.child()
+        return self.emit("sub", *args, **kw)
 
     def fresh(self, hint: str, type: Type) -> Var:
         return Var(self.supply.fresh(hint), type)

@@ -1,0 +1,29 @@
+"""pullback: a differentiating compiler for numeric Python.
+
+Public API only; see `pullback.api`.
+"""
+from .api import (
+    DEFAULT_BACKEND,
+    MemoryReport,
+    derivative_source,
+    grad,
+    hessian,
+    jacfwd,
+    jacobian,
+    jacrev,
+    jit,
+    jvp,
+    memory_report,
+    value_and_grad,
+    vjp,
+)
+from .errors import (
+    MissingRuleError,
+    NonDifferentiableError,
+    PullbackError,
+    ShapeError,
+    StagingError,
+    UnsupportedSyntaxError,
+)
+
+__version__ = "0.1.0"

@@ -1,0 +1,217 @@
+"""The public API, with JAX's names and conventions.
+
+Contract: every transformation returns a callable that takes and returns
+NumPy arrays and floats (pytrees of them). Calling it stages the function for
+the argument signature (cached, as `jax.jit` does), derives IR, and runs it on
+a backend (`backend="interp"` is the reference semantics, `"pysource"` runs
+the readable emitted Python). Each transformation object also has
+`__pullback_stage__`, so it may be called inside code that pullback itself
+stages and differentiates (grad of grad, grad of a function that calls grad).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import transforms
+from .errors import PullbackError
+from .pytree import flatten, unflatten
+
+DEFAULT_BACKEND = "pysource"
+
+
+def _backend_run(name):
+    if name == "interp":
+        from .backends.interp import run
+    elif name == "pysource":
+        from .backends.pysource import run
+    else:
+        raise PullbackError(f"unknown backend {name!r}", hint="use backend='interp' or backend='pysource'")
+    return run
+
+
+def _to_output(v):
+    if isinstance(v, np.ndarray):
+        return v if v.ndim else v[()]
+    return v
+
+
+class jit:
+    """`pb.jit(f)`: stage `f` per argument signature and run the staged program."""
+
+    def __init__(self, fun, backend: str | None = None, static_argnums=()):
+        self.fun = fun
+        self.backend = backend or DEFAULT_BACKEND
+        self.static_argnums = tuple((static_argnums,) if isinstance(static_argnums, int) else static_argnums)
+        self._cache = {}
+        self.__name__ = getattr(fun, "__name__", "jitted")
+        self.__doc__ = getattr(fun, "__doc__", None)
+
+    def staged(self, *args):
+        from .frontend import signature_key, stage
+
+        key = signature_key(args, self.static_argnums)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = stage(self.fun, args, static_argnums=self.static_argnums)
+        return hit
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise PullbackError("keyword arguments to a transformed function are not supported",
+                                hint="pass them positionally")
+        st = self.staged(*args)
+        dyn = tuple(a for i, a in enumerate(args) if i not in self.static_argnums)
+        leaves, _ = flatten(dyn)
+        outs = _backend_run(self.backend)(st.prog, *leaves)
+        return unflatten(st.out_tree, [_to_output(o) for o in outs])
+
+    def __pullback_stage__(self, ctx, args, kwargs):
+        fname, leaves, in_tree, out_tree, ret_types = transforms.stage_fn(ctx, self.fun, args)
+        return ctx.from_atoms(list(ctx.apply(fname, leaves, ret_types)), out_tree)
+
+
+class _Transformed:
+    """A derived function (grad, jacobian, ...) of `fun`."""
+
+    def __init__(self, stage_impl, fun, backend, name):
+        self._impl = stage_impl
+        self.fun = fun
+        self.__name__ = name
+        self._jit = jit(self, backend=backend)
+
+    def __call__(self, *args):
+        return self._jit(*args)
+
+    def __pullback_stage__(self, ctx, args, kwargs):
+        if kwargs:
+            raise PullbackError("keyword arguments to a transformed function are not supported", loc=ctx.loc,
+                                hint="pass them positionally")
+        return self._impl(ctx, tuple(args))
+
+
+def _name(fun, what):
+    return f"{what}({getattr(fun, '__name__', 'f')})"
+
+
+def grad(fun, argnums=0, backend: str | None = None):
+    """Gradient of a scalar-valued `fun` with respect to argument(s) `argnums`."""
+    return _Transformed(lambda ctx, a: transforms.grad(ctx, fun, a, argnums), fun, backend, _name(fun, "grad"))
+
+
+def value_and_grad(fun, argnums=0, backend: str | None = None):
+    """`(fun(*args), grad(fun)(*args))` in one pass."""
+    return _Transformed(lambda ctx, a: transforms.grad(ctx, fun, a, argnums, with_value=True),
+                        fun, backend, _name(fun, "value_and_grad"))
+
+
+def jacobian(fun, argnums=0, mode: str = "rev", backend: str | None = None):
+    """Jacobian of `fun` w.r.t. one argument, shape `out.shape + x.shape`."""
+    if mode not in ("rev", "fwd"):
+        raise PullbackError(f"jacobian mode must be 'rev' or 'fwd', got {mode!r}")
+    return _Transformed(lambda ctx, a: transforms.jacobian(ctx, fun, a, argnums, mode),
+                        fun, backend, _name(fun, "jacobian"))
+
+
+jacrev = lambda fun, argnums=0, backend=None: jacobian(fun, argnums, "rev", backend)  # noqa: E731
+jacfwd = lambda fun, argnums=0, backend=None: jacobian(fun, argnums, "fwd", backend)  # noqa: E731
+
+
+def hessian(fun, argnums=0, backend: str | None = None):
+    """Hessian by forward-over-reverse: `jacobian(grad(fun), mode="fwd")`."""
+    return jacobian(grad(fun, argnums, backend), argnums, "fwd", backend)
+
+
+class _JvpOp:
+    """`pb.jvp(f, primals, tangents) -> (out, tangent_out)`."""
+
+    def __call__(self, fun, primals, tangents, backend: str | None = None):
+        t = _Transformed(lambda ctx, a: transforms.jvp(ctx, fun, a[0], a[1]), fun, backend, _name(fun, "jvp"))
+        return t(tuple(primals), tuple(tangents))
+
+    def __pullback_stage__(self, ctx, args, kwargs):
+        fun, primals, tangents = args
+        return transforms.jvp(ctx, fun, primals, tangents)
+
+
+class _VjpOp:
+    """`pb.vjp(f, *primals) -> (out, vjp_fn)`; `vjp_fn(ct)` returns one cotangent per primal."""
+
+    def __call__(self, fun, *primals, backend: str | None = None):
+        out = jit(fun, backend=backend)(*primals)
+        t = _Transformed(lambda ctx, a: _apply_vjp(ctx, fun, a[0], a[1]), fun, backend, _name(fun, "vjp"))
+
+        def vjp_fn(ct):
+            return t(tuple(primals), ct)
+
+        return out, vjp_fn
+
+    def __pullback_stage__(self, ctx, args, kwargs):
+        fun, *primals = args
+        return transforms.vjp(ctx, fun, primals)
+
+
+def _apply_vjp(ctx, fun, primals, ct):
+    _, vfn = transforms.vjp(ctx, fun, primals)
+    return vfn.__pullback_stage__(ctx, (ct,), {})
+
+
+jvp = _JvpOp()
+vjp = _VjpOp()
+
+
+def derivative_source(fun, *args, mode: str = "rev", argnums=None) -> str:
+    """The readable Python source of `fun`'s derivative for these arguments.
+
+    mode="rev" shows the vjp (forward sweep, then the return sweep with
+    provenance comments); mode="fwd" shows the jvp (tangent statements next to
+    primal ones).
+    """
+    from .backends.pysource import emit_prog
+    from .frontend import stage
+    from .ir.traverse import prune_prog
+    from .passes.jvp import jvp_prog
+    from .passes.vjp import vjp_prog
+
+    if mode not in ("rev", "fwd"):
+        raise PullbackError(f"mode must be 'rev' or 'fwd', got {mode!r}")
+    st = stage(fun, args)
+    prog, name = (vjp_prog if mode == "rev" else jvp_prog)(st.prog)
+    prog = prune_prog(prog.with_funcs(prog.funcs, entry=name))
+    return emit_prog(prog)
+
+
+@dataclass
+class MemoryReport:
+    """What the return sweep held: `peak_bytes` is the peak of bytes in stores
+    (saved loop values and undo logs) during one gradient evaluation."""
+
+    peak_bytes: int
+    final_bytes: int
+
+    def __str__(self):
+        return f"MemoryReport(peak_bytes={self.peak_bytes})"
+
+
+def memory_report(fun, *args) -> MemoryReport:
+    """Run `fun`'s reverse pass (a vjp with an all-ones cotangent) on the
+    reference interpreter and report the bytes its stores held."""
+    from .backends.interp import Meter, run
+    from .frontend import stage
+
+    st = stage(_Transformed(lambda ctx, a: _ones_vjp(ctx, fun, a), fun, "interp", "vjp"), args)
+    meter = Meter()
+    leaves, _ = flatten(tuple(args))
+    run(st.prog, *leaves, meter=meter)
+    return MemoryReport(meter.peak, meter.live)
+
+
+def _ones_vjp(ctx, fun, args):
+    from .ir.core import Const
+
+    out, vfn = transforms.vjp(ctx, fun, args)
+    atoms, tree = ctx.to_atoms(out)
+    ones = [ctx.builder.emit("full", Const(1.0, a.type.with_shape(())), shape=tuple(a.type.shape), name="ones")
+            for a in atoms]
+    return vfn.__pullback_stage__(ctx, (ctx.from_atoms(ones, tree),), {})

@@ -1,0 +1,97 @@
+"""The reference interpreter: the definition of the IR's semantics.
+
+Contract: `run(prog, *args, fname=None) -> list` evaluates the entry function
+(or `fname`) on leaf values and returns its results. Every other backend is
+tested against it. `Meter` tracks the bytes held in stores (saved loop state,
+undo logs) so `memory_report` can give the peak.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ..errors import PullbackError
+from ..ir.core import Apply, Const, ForForm, If, Loop, Prim, Var
+from ..ir.prims import TABLE
+from ..ir.prims import stores as _stores
+
+
+class Meter:
+    """Counts live store bytes and remembers the peak."""
+
+    def __init__(self):
+        self.live = 0
+        self.peak = 0
+
+    def alloc(self, n):
+        self.live += n
+        if self.live > self.peak:
+            self.peak = self.live
+
+    def free(self, n):
+        self.live -= n
+
+
+class Interpreter:
+    def __init__(self, prog):
+        self.prog = prog
+        self.funcs = {f.name: f for f in prog.funcs}
+
+    def call(self, fname, args):
+        f = self.funcs[fname]
+        if len(args) != len(f.params):
+            raise PullbackError(f"{fname} takes {len(f.params)} arguments, got {len(args)}")
+        env = {p: v for p, v in zip(f.params, args)}
+        return self.body(f.body, env)
+
+    def atom(self, a, env):
+        if isinstance(a, Const):
+            return a.value
+        return env[a]
+
+    def body(self, body, env):
+        for st in body.stmts:
+            vals = self.exp(st.exp, env, len(st.pat))
+            for v, x in zip(st.pat, vals):
+                env[v] = x
+        return [self.atom(a, env) for a in body.result]
+
+    def exp(self, e, env, nout):
+        if isinstance(e, Prim):
+            row = TABLE.get(e.op)
+            r = row.impl(*[self.atom(a, env) for a in e.args], **dict(e.params))
+            return r if row.multi else (r,)
+        if isinstance(e, If):
+            c = bool(self.atom(e.cond, env))
+            return self.body(e.then if c else e.else_, dict(env))
+        if isinstance(e, Loop):
+            vals = [self.atom(a, env) for a in e.init]
+            inner = dict(env)
+            if isinstance(e.form, ForForm):
+                n = int(self.atom(e.form.bound, env))
+                for i in range(n):
+                    inner.update(zip(e.params, vals))
+                    inner[e.form.index] = i
+                    vals = self.body(e.body, inner)
+            else:
+                ci = e.params.index(e.form.cond)
+                while bool(vals[ci]):
+                    inner.update(zip(e.params, vals))
+                    vals = self.body(e.body, inner)
+            return vals
+        if isinstance(e, Apply):
+            return self.call(e.func, [self.atom(a, env) for a in e.args])
+        raise TypeError(f"unknown expression {type(e).__name__}")
+
+
+def run(prog, *args, fname=None, meter: Meter | None = None) -> list:
+    old = _stores.CURRENT_METER[0]
+    _stores.CURRENT_METER[0] = meter
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20000))
+    try:
+        return Interpreter(prog).call(fname or prog.entry, list(args))
+    finally:
+        _stores.CURRENT_METER[0] = old
+        sys.setrecursionlimit(limit)

@@ -1,0 +1,1 @@
+"""Program transformations. Each pass is a pure function on `Prog`."""

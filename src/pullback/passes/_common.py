@@ -1,0 +1,47 @@
+"""Helpers shared by the derivative passes."""
+from __future__ import annotations
+
+from ..ir.core import Const, Let, Prim, Var
+from ..ir.types import StoreType, TensorType
+
+
+def differentiable(t) -> bool:
+    """Values that carry tangents/adjoints: float tensors and stores of floats."""
+    return t.is_float
+
+
+def zero_of(b, primal, name="zeros"):
+    """Materialise a symbolic zero with the type of `primal` (an atom)."""
+    t = primal.type
+    if isinstance(t, StoreType):
+        return b.emit("store_zeros_like", primal, name=name)
+    return b.zeros(t, name=name)
+
+
+def run_rule(b, rule, out_names, *args, **params):
+    """Call a derivative rule and give the atoms it returns readable names.
+
+    `out_names[k]` names the k-th returned atom when the rule created it; a
+    returned Var bound by this rule is renamed in the statements the rule
+    emitted (rules emit only flat `Prim` statements).
+    """
+    start = len(b.stmts)
+    res = rule(b, *args, **params)
+    new = b.stmts[start:]
+    bound = {v for st in new for v in st.pat}
+    ren: dict[Var, Var] = {}
+    for r, nm in zip(res, out_names):
+        if isinstance(r, Var) and r in bound and r not in ren and nm:
+            ren[r] = Var(b.supply.fresh(nm), r.type)
+    if ren:
+        b.stmts[start:] = [_subst_let(st, ren) for st in new]
+        res = [ren.get(r, r) if isinstance(r, Var) else r for r in res]
+    return list(res)
+
+
+def _subst_let(st: Let, m) -> Let:
+    e = st.exp
+    assert isinstance(e, Prim)
+    args = tuple(m.get(a, a) if isinstance(a, Var) else a for a in e.args)
+    pat = tuple(m.get(v, v) for v in st.pat)
+    return Let(pat, Prim(e.op, args, e.params), st.loc)

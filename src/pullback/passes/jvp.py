@@ -1,0 +1,165 @@
+"""Forward mode: `jvp_prog(prog, fname) -> (prog', "f_jvp")`.
+
+Contract: ``f_jvp(params..., t_p for each float param p) -> (results...,
+t_r for each float result r)``. Each primal statement is kept and followed by
+its tangent statements (Tapenade's tangent mode); ifs and loops carry tangents
+alongside their primal values; a call of ``g`` becomes a call of ``g_jvp``.
+Tangents are symbolic zeros (None) until something makes them nonzero, so code
+that does not depend on the inputs gets no tangent code. Functions reached by
+calls are differentiated on demand (recursion included).
+"""
+from __future__ import annotations
+
+from ..ir import names
+from ..ir.builder import Builder
+from ..ir.core import Apply, Body, Const, ForForm, Func, If, Let, Loop, Prim, Prog, Var, WhileForm
+from ..ir.names import NameSupply
+from ..ir.prims import TABLE
+from ._common import differentiable, run_rule, zero_of
+
+
+def jvp_prog(prog: Prog, fname: str | None = None) -> tuple[Prog, str]:
+    t = _JVP(prog)
+    name = t.func(fname or prog.entry)
+    out = prog.with_funcs(list(prog.funcs) + t.new_funcs)
+    _maybe_check(out)
+    return out, name
+
+
+def _maybe_check(prog):
+    from ..ir import typecheck
+
+    typecheck.maybe_check(prog, "jvp")
+
+
+class _JVP:
+    def __init__(self, prog: Prog):
+        self.prog = prog
+        self.done: dict[str, str] = {}
+        self.new_funcs: list[Func] = []
+        self.taken = {f.name for f in prog.funcs}
+
+    def func(self, name: str) -> str:
+        if name in self.done:
+            return self.done[name]
+        new = names.jvp_func(name)
+        while new in self.taken:
+            new += "_"
+        self.taken.add(new)
+        self.done[name] = new
+        f = self.prog.func(name)
+        from ..ir.traverse import all_names
+
+        b = Builder(NameSupply(all_names(f)))
+        tmap: dict[Var, object] = {}
+        tparams = []
+        for p in f.params:
+            if differentiable(p.type):
+                tp = b.fresh(names.tangent(p.name), p.type)
+                tparams.append(tp)
+                tmap[p] = tp
+        res, tans = self.body(b, f.body, tmap)
+        out_tans = [t if t is not None else zero_of(b, r, names.tangent(getattr(r, "name", "r")))
+                    for r, t in zip(res, tans) if differentiable(r.type)]
+        ret = tuple(f.ret_types) + tuple(r.type for r in res if differentiable(r.type))
+        self.new_funcs.append(Func(new, f.params + tuple(tparams), b.body(list(res) + out_tans), ret, f.loc))
+        return new
+
+    # -- bodies ---------------------------------------------------------------
+    def body(self, b: Builder, body: Body, tmap) -> tuple[list, list]:
+        for st in body.stmts:
+            self.stmt(b, st, tmap)
+        return list(body.result), [self.tan(a, tmap) for a in body.result]
+
+    @staticmethod
+    def tan(a, tmap):
+        return None if isinstance(a, Const) else tmap.get(a)
+
+    def stmt(self, b: Builder, st: Let, tmap) -> None:
+        e = st.exp
+        b.loc = st.loc
+        if isinstance(e, Prim):
+            b.stmts.append(st)
+            tans = [self.tan(a, tmap) for a in e.args]
+            row = TABLE.get(e.op)
+            if all(t is None for t in tans) or row.zero_deriv or not any(differentiable(v.type) for v in st.pat):
+                return
+            outs = run_rule(b, row.rule("jvp"), [names.tangent(v.name) for v in st.pat],
+                            e.args, tans, st.pat, **e.p)
+            for v, t in zip(st.pat, outs):
+                if t is not None and differentiable(v.type):
+                    tmap[v] = t
+        elif isinstance(e, Apply):
+            self.apply(b, st, tmap)
+        elif isinstance(e, If):
+            self.if_(b, st, tmap)
+        elif isinstance(e, Loop):
+            self.loop(b, st, tmap)
+        else:
+            raise TypeError(type(e).__name__)
+
+    def apply(self, b, st, tmap):
+        e = st.exp
+        callee = self.prog.func(e.func)
+        tans = [self.tan(a, tmap) for a in e.args]
+        if all(t is None for t in tans):
+            b.stmts.append(st)
+            return
+        jname = self.func(e.func)
+        targs = [t if t is not None else zero_of(b, a, names.tangent(getattr(a, "name", "c")))
+                 for a, p, t in zip(e.args, callee.params, tans) if differentiable(p.type)]
+        touts = [b.fresh(names.tangent(v.name), v.type) for v in st.pat if differentiable(v.type)]
+        b.let(tuple(st.pat) + tuple(touts), Apply(jname, tuple(e.args) + tuple(targs)), st.loc)
+        it = iter(touts)
+        for v in st.pat:
+            if differentiable(v.type):
+                tmap[v] = next(it)
+
+    def if_(self, b, st, tmap):
+        e = st.exp
+        branches = []
+        for br in (e.then, e.else_):
+            sb = b.child()
+            inner = dict(tmap)
+            res, tans = self.body(sb, br, inner)
+            branches.append((sb, res, tans))
+        active = [any(br[2][k] is not None for br in branches) and differentiable(v.type)
+                  for k, v in enumerate(st.pat)]
+        bodies = []
+        for sb, res, tans in branches:
+            extra = [tans[k] if tans[k] is not None else zero_of(sb, res[k]) for k in range(len(res)) if active[k]]
+            bodies.append(sb.body(list(res) + extra))
+        touts = [b.fresh(names.tangent(v.name), v.type) for k, v in enumerate(st.pat) if active[k]]
+        b.let(tuple(st.pat) + tuple(touts), If(e.cond, bodies[0], bodies[1]), st.loc)
+        it = iter(touts)
+        for k, v in enumerate(st.pat):
+            if active[k]:
+                tmap[v] = next(it)
+
+    def loop(self, b, st, tmap):
+        e = st.exp
+        init_t = [self.tan(a, tmap) for a in e.init]
+        active = [t is not None and differentiable(p.type) for p, t in zip(e.params, init_t)]
+        while True:  # fixpoint: which params carry a nonzero tangent
+            sb = b.child()
+            inner = dict(tmap)
+            tparams = {}
+            for p, act in zip(e.params, active):
+                if act:
+                    tparams[p] = sb.fresh(names.tangent(p.name), p.type)
+                    inner[p] = tparams[p]
+            res, tans = self.body(sb, e.body, inner)
+            grown = [a or (t is not None and differentiable(p.type)) for a, t, p in zip(active, tans, e.params)]
+            if grown == active:
+                break
+            active = grown
+        extra = [tans[k] if tans[k] is not None else zero_of(sb, res[k]) for k in range(len(res)) if active[k]]
+        body = sb.body(list(res) + extra)
+        inits = [init_t[k] if init_t[k] is not None else zero_of(b, e.init[k]) for k in range(len(e.init)) if active[k]]
+        new_params = tuple(e.params) + tuple(tparams[p] for p, a in zip(e.params, active) if a)
+        touts = [b.fresh(names.tangent(v.name), v.type) for k, v in enumerate(st.pat) if active[k]]
+        b.let(tuple(st.pat) + tuple(touts), Loop(new_params, tuple(e.init) + tuple(inits), e.form, body), st.loc)
+        it = iter(touts)
+        for k, v in enumerate(st.pat):
+            if active[k]:
+                tmap[v] = next(it)

@@ -1,0 +1,41 @@
+"""Sequencing: the forward sweep and the return sweep of a body.
+
+Contract: `fwd_body(ctx, b, body)` emits the primal statements of `body` into
+`b` (loops additionally save what their return sweep needs) and returns the
+tapes (per loop statement) that `rev_body` consumes. `rev_body(ctx, b, body,
+adj, tapes)` emits adjoint statements in reverse order, reading and updating
+the adjoint environment `adj`.
+"""
+from __future__ import annotations
+
+from ...ir.core import Apply, If, Loop, Prim
+
+
+def fwd_body(ctx, b, body) -> dict:
+    from . import loop
+
+    tapes = {}
+    for st in body.stmts:
+        if isinstance(st.exp, Loop):
+            tapes[id(st)] = loop.fwd(ctx, b, st)
+        else:
+            b.stmts.append(st)
+    return tapes
+
+
+def rev_body(ctx, b, body, adj, tapes) -> None:
+    from . import call, if_, loop, prim
+
+    for st in reversed(body.stmts):
+        b.loc = st.loc
+        e = st.exp
+        if isinstance(e, Prim):
+            prim.rev(ctx, b, st, adj)
+        elif isinstance(e, Apply):
+            call.rev(ctx, b, st, adj)
+        elif isinstance(e, If):
+            if_.rev(ctx, b, st, adj)
+        elif isinstance(e, Loop):
+            loop.rev(ctx, b, st, adj, tapes[id(st)])
+        else:
+            raise TypeError(type(e).__name__)

@@ -1,0 +1,33 @@
+"""Return sweep of a call: ``x_adj += g_vjp(x, y_adj)``.
+
+The callee's vjp re-executes the callee's forward sweep (Futhark's redundant
+execution at function granularity), so recursion needs no tape.
+"""
+from __future__ import annotations
+
+from ...ir import names
+from ...ir.core import Apply, Var
+from .._common import differentiable
+
+
+def rev(ctx, b, st, adj) -> None:
+    e = st.exp
+    callee = ctx.prog.func(e.func)
+    outs = [v for v in st.pat if differentiable(v.type)]
+    cts = [adj.get(v) for v in outs]
+    if all(c is None for c in cts):
+        return
+    if not any(isinstance(a, Var) and a in ctx.varied for a in e.args):
+        return
+    vname = ctx.func(e.func)
+    ct_args = [c if c is not None else adj.get_or_zero(v) for v, c in zip(outs, cts)]
+    res = [b.fresh(v.name, v.type) for v in st.pat]
+    grads = [b.fresh(names.adjoint(a.name) if isinstance(a, Var) else "c_adj", p.type)
+             for a, p in zip(e.args, callee.params) if differentiable(p.type)]
+    b.let(tuple(res) + tuple(grads), Apply(vname, tuple(e.args) + tuple(ct_args)), st.loc)
+    it = iter(grads)
+    for a, p in zip(e.args, callee.params):
+        if differentiable(p.type):
+            g = next(it)
+            if isinstance(a, Var) and a in ctx.varied:
+                adj.add(a, g)

@@ -1,0 +1,240 @@
+"""Loops in reverse mode: save per iteration, reverse, re-execute the body.
+
+Contract (note [loop-reversal] in docs/design.md):
+
+- `fwd(ctx, b, st) -> LoopTape` emits the primal loop, extended so that each
+  iteration pushes its loop-carried values onto stores. A loop-carried array
+  that the body changes only by in-place updates (a chain of `index_update`
+  from the parameter to the result) is not saved whole: each update pushes the
+  elements it overwrites and its indices (an undo log), so the stores grow with
+  the number of elements written, not with the array size times the trip count.
+  A `while` loop also counts its iterations.
+- `rev(ctx, b, st, adj, tape)` emits a `for` loop over the iterations in
+  reverse: it pops the saved values (or undoes the logged writes) to restore
+  the state at the start of the iteration, re-executes a renamed copy of the
+  body's forward sweep, and runs the body's return sweep. Adjoints of the loop
+  parameters and of the free variables the body reads are carried.
+
+`LoopTape` is the interface later checkpointing strategies implement: any
+strategy that can bring back the state at the start of iteration i (by
+storing, recomputing, or both) plugs in here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...errors import MissingRuleError
+from ...ir import names
+from ...ir.core import Const, ForForm, Let, Loop, Prim, Var, WhileForm
+from ...ir.traverse import free_vars, rename_body
+from ...ir.types import I64, StoreType, TensorType
+from .._common import differentiable
+from ..activity import mark_body
+from .adjoints import Adjoints
+from .body import fwd_body, rev_body
+
+
+@dataclass
+class UndoEntry:
+    spec: tuple
+    old: Var                      # store of overwritten regions (final value after the loop)
+    idx: list                     # per index operand: a store Var (final) or the Const itself
+
+
+@dataclass
+class LoopTape:
+    count: object                 # trip count atom
+    saved: dict = field(default_factory=dict)     # param -> final store var
+    undo: dict = field(default_factory=dict)      # param -> [UndoEntry] in execution order
+
+
+def _update_chains(body, params) -> dict:
+    """param -> list of `index_update` statements from the param to the body's result."""
+    defs = {v: st for st in body.stmts for v in st.pat}
+    chains = {}
+    for p, r in zip(params, body.result):
+        if not isinstance(p.type, TensorType) or p.type.ndim == 0 or not isinstance(r, Var):
+            continue
+        chain = []
+        cur = r
+        while cur != p:
+            st = defs.get(cur)
+            if st is None or not isinstance(st.exp, Prim) or st.exp.op != "index_update":
+                chain = None
+                break
+            chain.append(st)
+            cur = st.exp.args[0]
+        if chain:
+            chains[p] = list(reversed(chain))
+    return chains
+
+
+def fwd(ctx, b, st) -> LoopTape:
+    e = st.exp
+    for p in e.params:
+        if isinstance(p.type, StoreType):
+            raise MissingRuleError(
+                "reverse mode through a loop of derivative code (a loop that carries a store) is not supported yet",
+                loc=st.loc,
+                hint="for second derivatives use pb.hessian or pb.jvp of pb.grad (forward-over-reverse)")
+    chains = _update_chains(e.body, e.params)
+    sb = b.child()
+    new_params, new_init, new_res, extra_pat = [], [], [], []
+    tape = LoopTape(count=e.form.bound if isinstance(e.form, ForForm) else None)
+
+    def store(hint, elem):
+        init = b.emit("store_new", elem=elem, name=hint)
+        prm = sb.fresh(hint, StoreType(elem))
+        return init, prm
+
+    pushes = []  # (param var, store param) pushed at the start of the body
+    for p in e.params:
+        if p in chains:
+            continue
+        init, prm = store(names.saved(p.name), p.type)
+        new_params.append(prm)
+        new_init.append(init)
+        pushes.append((p, prm))
+    cur = {}
+    for prm_store in new_params:
+        cur[prm_store] = prm_store
+    for p, prm in pushes:
+        cur[prm] = sb.emit("store_push", cur[prm], p, name=prm.name)
+    undo_prms = {}
+    update_stmts = {id(u): p for p, ch in chains.items() for u in ch}
+    for p, ch in chains.items():
+        entries = []
+        for u in ch:
+            ue = u.exp
+            region = u.pat[0].type.with_shape(_region(u))
+            oinit, oprm = store(names.undo(p.name), region)
+            new_params.append(oprm)
+            new_init.append(oinit)
+            idx = []
+            for a in ue.args[2:]:
+                if isinstance(a, Const):
+                    idx.append(a)
+                else:
+                    iinit, iprm = store(names.undo(a.name), a.type)
+                    new_params.append(iprm)
+                    new_init.append(iinit)
+                    idx.append(iprm)
+            entries.append((u, oprm, idx))
+        undo_prms[p] = entries
+    by_stmt = {id(u): (oprm, idx) for entries in undo_prms.values() for u, oprm, idx in entries}
+    for s in e.body.stmts:
+        if id(s) in by_stmt:
+            oprm, idx = by_stmt[id(s)]
+            ue = s.exp
+            sb.loc = s.loc
+            old = sb.emit("index", ue.args[0], *ue.args[2:], spec=ue.p["spec"], name="old")
+            cur[oprm] = sb.emit("store_push", cur.get(oprm, oprm), old, name=oprm.name)
+            for a, ip in zip(ue.args[2:], idx):
+                if isinstance(ip, Var):
+                    cur[ip] = sb.emit("store_push", cur.get(ip, ip), a, name=ip.name)
+        sb.stmts.append(s)
+    count_prm = None
+    if isinstance(e.form, WhileForm):
+        count_prm = sb.fresh("trips", I64)
+        new_params.append(count_prm)
+        new_init.append(Const(0, I64))
+        cur[count_prm] = sb.emit("add", count_prm, Const(1, I64), name="trips")
+    new_res = [cur.get(p, p) for p in new_params]
+    body = sb.body(list(e.body.result) + new_res)
+    finals = [b.fresh(p.name, p.type) for p in new_params]
+    b.let(tuple(st.pat) + tuple(finals), Loop(tuple(e.params) + tuple(new_params),
+                                              tuple(e.init) + tuple(new_init), e.form, body), st.loc)
+    final_of = dict(zip(new_params, finals))
+    for p, prm in pushes:
+        tape.saved[p] = final_of[prm]
+    for p, entries in undo_prms.items():
+        tape.undo[p] = [UndoEntry(u.exp.p["spec"], final_of[oprm],
+                                  [final_of[i] if isinstance(i, Var) else i for i in idx])
+                        for u, oprm, idx in entries]
+    if count_prm is not None:
+        tape.count = final_of[count_prm]
+    return tape
+
+
+def _region(u):
+    from ...ir.prims.indexing import region_shape
+
+    return region_shape(u.exp.args[0].type.shape, u.exp.p["spec"])
+
+
+def rev(ctx, b, st, adj, tape: LoopTape) -> None:
+    e = st.exp
+    npar = len(e.params)
+    outs = st.pat[:npar]
+    cts = [adj.get(v) for v in outs]
+    if all(c is None for c in cts):
+        return
+    act = [k for k, p in enumerate(e.params) if differentiable(p.type) and p in ctx.varied]
+    bound = set(e.params) | ({e.form.index} if isinstance(e.form, ForForm) else set())
+    fvs = sorted((v for v in free_vars(e.body) - bound if v in ctx.varied and differentiable(v.type)),
+                 key=lambda v: v.name)
+    rb = b.child()
+    k = rb.fresh("k", I64)
+    # reverse-loop parameters and their initial values
+    pa = {i: rb.fresh(names.adjoint(e.params[i].name), e.params[i].type) for i in act}
+    pa_init = {i: cts[i] if cts[i] is not None else adj.get_or_zero(outs[i]) for i in act}
+    fa = {v: rb.fresh(names.adjoint(v.name), v.type) for v in fvs}
+    fa_init = {v: adj.get_or_zero(v) for v in fvs}
+    stores = {}          # store var (final, outer) -> reverse-loop param
+    for s in list(tape.saved.values()) + [x for ents in tape.undo.values() for en in ents
+                                          for x in [en.old] + [i for i in en.idx if isinstance(i, Var)]]:
+        stores[s] = rb.fresh(s.name, s.type)
+    cur_arr = {p: rb.fresh(p.name, p.type) for p in tape.undo}
+    cur_arr_init = {p: outs[e.params.index(p)] for p in tape.undo}
+    # body of the reverse loop
+    cur = dict(stores)   # outer store var -> current value inside the body
+    restored = {}
+    n = tape.count
+    if isinstance(e.form, ForForm):
+        nm1 = rb.emit("sub", n, Const(1, I64), name="last")
+        restored[e.form.index] = rb.emit("sub", nm1, k, name=e.form.index.name)
+    for p, s in tape.saved.items():
+        cur[s], v = rb.emit_multi("store_pop", cur[s], name=p.name)
+        restored[p] = v
+    for p, entries in tape.undo.items():
+        a = cur_arr[p]
+        for en in reversed(entries):
+            idx = []
+            for i in en.idx:
+                if isinstance(i, Var):
+                    cur[i], iv = rb.emit_multi("store_pop", cur[i], name="i")
+                    idx.append(iv)
+                else:
+                    idx.append(i)
+            cur[en.old], old = rb.emit_multi("store_pop", cur[en.old], name="old")
+            a = rb.emit("index_update", a, old, *idx, spec=en.spec, mode="set", name=p.name)
+        restored[p] = a
+    for p in e.params:
+        if p in ctx.varied:
+            ctx.varied.add(restored[p])
+    body = rename_body(e.body, ctx.supply, restored)
+    mark_body(body, ctx.varied)
+    tapes = fwd_body(ctx, rb, body)
+    inner = Adjoints(rb, ctx.varied)
+    for v in fvs:
+        inner.m[v] = fa[v]
+    for i in act:
+        r = body.result[i]
+        if isinstance(r, Var) and r in ctx.varied:
+            inner.add(r, pa[i])
+    rev_body(ctx, rb, body, inner, tapes)
+    new_pa = [inner.get_or_zero(restored[e.params[i]], rb) for i in act]
+    new_fa = [inner.get(v) for v in fvs]
+    params = [pa[i] for i in act] + [fa[v] for v in fvs] + list(stores.values()) + list(cur_arr.values())
+    init = [pa_init[i] for i in act] + [fa_init[v] for v in fvs] + list(stores.keys()) + \
+           [cur_arr_init[p] for p in tape.undo]
+    res = new_pa + new_fa + [cur[s] for s in stores] + [restored[p] for p in tape.undo]
+    rbody = rb.body(res)
+    names_out = [p.name for p in params]
+    outs_rev = b.for_loop(params, init, k, n, rbody, names=names_out)
+    # the free-variable adjoints were carried through the loop: replace, then add the init contributions
+    for j, v in enumerate(fvs):
+        adj.m[v] = outs_rev[len(act) + j]
+    for j, i in enumerate(act):
+        if isinstance(e.init[i], Var) and e.init[i] in ctx.varied:
+            adj.add(e.init[i], outs_rev[j])

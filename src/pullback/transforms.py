@@ -1,0 +1,232 @@
+"""Staging-time implementations of the transformations (grad, jvp, vjp,
+jacobian) on IR, used by `api` both at top level and inside staged code.
+
+Contract: each function takes the frontend's `StagingContext` and staged
+argument values, adds the derived IR functions to the program under
+construction (memoised per function), emits a call, and returns staged values.
+Because derivatives are separate IR functions with their own lexically scoped
+tangent/adjoint variables, nested transformations cannot confuse
+perturbations (note [nesting] in docs/design.md).
+"""
+from __future__ import annotations
+
+import weakref
+
+from .errors import NonDifferentiableError, PullbackError
+from .ir.core import Const, ForForm, Prog, Var
+from .ir.types import F64, I64, TensorType
+from .passes.jvp import jvp_prog
+from .passes.vjp import vjp_prog
+from .pytree import TreeDef, flatten, unflatten
+
+_MEMO: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _derive(ctx, kind: str, fname: str) -> str:
+    memo = _MEMO.setdefault(ctx, {})
+    key = (kind, fname)
+    if key not in memo:
+        prog = Prog(tuple(ctx.funcs()), fname)
+        new, name = (vjp_prog if kind == "vjp" else jvp_prog)(prog, fname)
+        have = {f.name for f in ctx.funcs()}
+        for f in new.funcs:
+            if f.name not in have:
+                ctx.add_func(f)
+        memo[key] = name
+    return memo[key]
+
+
+def _where(ctx):
+    return getattr(ctx, "loc", None)
+
+
+def stage_fn(ctx, fun, args):
+    """Stage `fun` on the staged pytree `args`; returns (fname, leaves, in_tree, out_tree, ret_types)."""
+    leaves, in_tree = ctx.to_atoms(tuple(args))
+    fname, out_tree, ret_types = ctx.stage_function(fun, [a.type for a in leaves], in_tree)
+    return fname, leaves, in_tree, out_tree, list(ret_types)
+
+
+def _arg_leaf_ranges(in_tree: TreeDef):
+    """For the args tuple, the [start, stop) leaf range of each argument."""
+    ranges, start = [], 0
+    for c in in_tree.children:
+        ranges.append((start, start + c.num_leaves))
+        start += c.num_leaves
+    return ranges
+
+
+def _float_positions(leaves):
+    return [i for i, a in enumerate(leaves) if a.type.is_float]
+
+
+def _check_diff_args(ctx, leaves, in_tree, argnums, what):
+    ranges = _arg_leaf_ranges(in_tree)
+    for n in argnums:
+        if n >= len(ranges):
+            raise PullbackError(f"{what}: argnums={n} but the function got {len(ranges)} arguments", loc=_where(ctx))
+        for i in range(*ranges[n]):
+            t = leaves[i].type
+            if not t.is_float:
+                raise NonDifferentiableError(
+                    f"{what}: argument {n} has {t} values; derivatives are only defined for float arguments",
+                    loc=_where(ctx),
+                    hint="pass floats (e.g. np.asarray(x, dtype=float)), or leave this argument out of argnums")
+    return ranges
+
+
+def grad(ctx, fun, args, argnums, with_value=False, has_aux=False):
+    fname, leaves, in_tree, out_tree, ret_types = stage_fn(ctx, fun, args)
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    ranges = _check_diff_args(ctx, leaves, in_tree, nums, "grad")
+    if out_tree.kind != "leaf" or ret_types[0].shape != () or not ret_types[0].is_float:
+        raise PullbackError(
+            f"grad needs a function that returns one float scalar; this one returns {_describe(out_tree, ret_types)}",
+            loc=_where(ctx), hint="reduce the output (e.g. np.sum) or use pb.jacobian / pb.vjp")
+    vname = _derive(ctx, "vjp", fname)
+    one = Const(1.0, TensorType(ret_types[0].dtype))
+    fl = _float_positions(leaves)
+    outs = ctx.apply(vname, list(leaves) + [one], ret_types + [leaves[i].type for i in fl])
+    value = outs[0]
+    gpos = {i: outs[1 + j] for j, i in enumerate(fl)}
+    grads = []
+    for n in nums:
+        lo, hi = ranges[n]
+        sub = in_tree.children[n]
+        grads.append(ctx.from_atoms([gpos[i] for i in range(lo, hi)], sub))
+    g = grads[0] if single else tuple(grads)
+    if with_value:
+        return ctx.from_atoms([value], out_tree), g
+    return g
+
+
+def _describe(tree, types):
+    if tree.kind == "leaf":
+        return str(types[0])
+    return f"a {tree.kind} of {len(types)} values"
+
+
+def jvp(ctx, fun, primals, tangents):
+    primals, tangents = tuple(primals), tuple(tangents)
+    fname, leaves, in_tree, out_tree, ret_types = stage_fn(ctx, fun, primals)
+    tleaves, t_tree = ctx.to_atoms(tangents)
+    if t_tree != in_tree:
+        raise PullbackError(f"jvp: tangents have structure {t_tree}, primals have {in_tree}", loc=_where(ctx),
+                            hint="pass one tangent per primal, with the same structure")
+    targs = []
+    for p, t in zip(leaves, tleaves):
+        if p.type.is_float:
+            if tuple(t.type.shape) != tuple(p.type.shape):
+                raise PullbackError(f"jvp: tangent shape {t.type.shape} differs from primal shape {p.type.shape}",
+                                    loc=_where(ctx))
+            if t.type.dtype != p.type.dtype:
+                t = ctx.builder.emit("cast", t, dtype=p.type.dtype, name="tangent")
+            targs.append(t)
+    jname = _derive(ctx, "jvp", fname)
+    fo = [i for i, t in enumerate(ret_types) if t.is_float]
+    outs = ctx.apply(jname, list(leaves) + targs, ret_types + [ret_types[i] for i in fo])
+    prim = list(outs[:len(ret_types)])
+    tans = {i: outs[len(ret_types) + j] for j, i in enumerate(fo)}
+    tout = [tans[i] if i in tans else ctx.builder.zeros(ret_types[i].with_dtype("f64")) for i in range(len(ret_types))]
+    return ctx.from_atoms(prim, out_tree), ctx.from_atoms(tout, out_tree)
+
+
+class VjpFn:
+    """The pullback returned by `pb.vjp` inside staged code: `vjp_fn(ct) -> tuple of cotangents`."""
+
+    def __init__(self, vname, leaves, in_tree, out_tree, ret_types):
+        self.vname, self.leaves, self.in_tree = vname, leaves, in_tree
+        self.out_tree, self.ret_types = out_tree, ret_types
+
+    def __pullback_stage__(self, ctx, args, kwargs):
+        if len(args) != 1:
+            raise PullbackError("vjp_fn takes one cotangent (with the structure of the output)", loc=_where(ctx))
+        cts, ct_tree = ctx.to_atoms(args[0])
+        if ct_tree != self.out_tree:
+            raise PullbackError(f"vjp_fn: cotangent structure {ct_tree} differs from output structure {self.out_tree}",
+                                loc=_where(ctx))
+        ct_args = []
+        for c, t in zip(cts, self.ret_types):
+            if t.is_float:
+                if tuple(c.type.shape) != tuple(t.shape):
+                    raise PullbackError(f"vjp_fn: cotangent shape {c.type.shape} differs from output shape {t.shape}",
+                                        loc=_where(ctx))
+                if c.type.dtype != t.dtype:
+                    c = ctx.builder.emit("cast", c, dtype=t.dtype, name="cotangent")
+                ct_args.append(c)
+        fl = _float_positions(self.leaves)
+        outs = ctx.apply(self.vname, list(self.leaves) + ct_args,
+                         list(self.ret_types) + [self.leaves[i].type for i in fl])
+        g = {i: outs[len(self.ret_types) + j] for j, i in enumerate(fl)}
+        res = [g[i] if i in g else ctx.builder.zeros(self.leaves[i].type.with_dtype("f64"))
+               for i in range(len(self.leaves))]
+        return ctx.from_atoms(res, self.in_tree)  # a tuple, one cotangent per primal
+
+
+def vjp(ctx, fun, primals):
+    fname, leaves, in_tree, out_tree, ret_types = stage_fn(ctx, fun, tuple(primals))
+    outs = ctx.apply(fname, list(leaves), ret_types)
+    vname = _derive(ctx, "vjp", fname)
+    return ctx.from_atoms(list(outs), out_tree), VjpFn(vname, leaves, in_tree, out_tree, ret_types)
+
+
+def jacobian(ctx, fun, args, argnums, mode):
+    """Jacobian of an array-valued function w.r.t. one array argument: shape out.shape + x.shape.
+
+    Built as an IR loop over basis vectors: one vjp per output element
+    (mode="rev") or one jvp per input element (mode="fwd").
+    """
+    if not isinstance(argnums, int):
+        raise PullbackError("jacobian takes one argnum (an int)", loc=_where(ctx),
+                            hint="call pb.jacobian once per argument")
+    fname, leaves, in_tree, out_tree, ret_types = stage_fn(ctx, fun, args)
+    ranges = _check_diff_args(ctx, leaves, in_tree, (argnums,), "jacobian")
+    lo, hi = ranges[argnums]
+    if hi - lo != 1 or out_tree.kind != "leaf" or not ret_types[0].is_float:
+        raise PullbackError("jacobian supports one array (or scalar) argument and one float array (or scalar) output",
+                            loc=_where(ctx), hint="flatten pytrees into one array first")
+    xt, yt = leaves[lo].type, ret_types[0]
+    b = ctx.builder
+    fl = _float_positions(leaves)
+    jt = TensorType(yt.dtype, tuple(yt.shape) + tuple(xt.shape))
+    nrow, ncol = yt.size, xt.size
+    J = b.zeros(TensorType(yt.dtype, (nrow, ncol) if mode == "rev" else (ncol, nrow)), name="jac")
+    sb = b.child()
+    i = sb.fresh("i", I64)
+    Jp = sb.fresh("jac", J.type)
+    if mode == "rev":
+        vname = _derive(ctx, "vjp", fname)
+        e = sb.index_update(sb.zeros(TensorType(yt.dtype, (nrow,))), Const(1.0, TensorType(yt.dtype)), i,
+                            spec=(("d",),), mode="set", name="basis")
+        e = sb.reshape(e, shape=tuple(yt.shape), name="basis")
+        outs = _apply(sb, vname, list(leaves) + [e], ret_types + [leaves[k].type for k in fl])
+        row = outs[len(ret_types) + fl.index(lo)]
+    else:
+        jname = _derive(ctx, "jvp", fname)
+        targs = []
+        for k in fl:
+            if k == lo:
+                e = sb.index_update(sb.zeros(TensorType(xt.dtype, (ncol,))), Const(1.0, TensorType(xt.dtype)), i,
+                                    spec=(("d",),), mode="set", name="basis")
+                targs.append(sb.reshape(e, shape=tuple(xt.shape), name="basis"))
+            else:
+                targs.append(sb.zeros(leaves[k].type))
+        fo = [k for k, t in enumerate(ret_types) if t.is_float]
+        outs = _apply(sb, jname, list(leaves) + targs, ret_types + [ret_types[k] for k in fo])
+        row = outs[len(ret_types)]
+    row = sb.reshape(row, shape=(J.type.shape[1],), name="row")
+    Jn = sb.index_update(Jp, row, i, spec=(("d",),), mode="set", name="jac")
+    (Jf,) = b.for_loop([Jp], [J], i, Const(J.type.shape[0], I64), sb.body([Jn]), names=["jac"])
+    if mode == "fwd":
+        Jf = b.transpose(Jf, perm=(1, 0), name="jac")
+    Jf = b.reshape(Jf, shape=jt.shape, name="jac")
+    return ctx.from_atoms([Jf], TreeDef("leaf"))
+
+
+def _apply(b, name, args, ret_types):
+    from .ir.core import Apply
+
+    outs = tuple(b.fresh("r", t) for t in ret_types)
+    b.let(outs, Apply(name, tuple(args)))
+    return outs
