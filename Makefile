@@ -1,0 +1,22 @@
+# Both targets bootstrap .venv from nothing but python3 and pip.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+$(VENV)/.stamp: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+.PHONY: example test test-all venv
+venv: $(VENV)/.stamp
+
+example: $(VENV)/.stamp
+	$(BIN)/python examples/quickstart.py
+
+test: $(VENV)/.stamp
+	$(BIN)/python -m pytest -q -m "not slow" tests
+
+test-all: $(VENV)/.stamp
+	$(BIN)/python -m pytest -q tests
