@@ -112,8 +112,8 @@ def fwd(ctx, b, st) -> LoopTape:
             new_init.append(oinit)
             idx = []
             for a in ue.args[2:]:
-                if isinstance(a, Const):
-                    idx.append(a)
+                if isinstance(a, Const) or (isinstance(e.form, ForForm) and a == e.form.index):
+                    idx.append(a)  # constants and the loop index are known in the return sweep
                 else:
                     iinit, iprm = store(names.undo(a.name), a.type)
                     new_params.append(iprm)
@@ -130,7 +130,7 @@ def fwd(ctx, b, st) -> LoopTape:
             old = sb.emit("index", ue.args[0], *ue.args[2:], spec=ue.p["spec"], name="old")
             cur[oprm] = sb.emit("store_push", cur.get(oprm, oprm), old, name=oprm.name)
             for a, ip in zip(ue.args[2:], idx):
-                if isinstance(ip, Var):
+                if isinstance(ip, Var) and isinstance(ip.type, StoreType):
                     cur[ip] = sb.emit("store_push", cur.get(ip, ip), a, name=ip.name)
         sb.stmts.append(s)
     count_prm = None
@@ -149,7 +149,7 @@ def fwd(ctx, b, st) -> LoopTape:
         tape.saved[p] = final_of[prm]
     for p, entries in undo_prms.items():
         tape.undo[p] = [UndoEntry(u.exp.p["spec"], final_of[oprm],
-                                  [final_of[i] if isinstance(i, Var) else i for i in idx])
+                                  [final_of.get(i, i) if isinstance(i, Var) else i for i in idx])
                         for u, oprm, idx in entries]
     if count_prm is not None:
         tape.count = final_of[count_prm]
@@ -181,8 +181,10 @@ def rev(ctx, b, st, adj, tape: LoopTape) -> None:
     fa = {v: rb.fresh(names.adjoint(v.name), v.type) for v in fvs}
     fa_init = {v: adj.get_or_zero(v) for v in fvs}
     stores = {}          # store var (final, outer) -> reverse-loop param
+    index = e.form.index if isinstance(e.form, ForForm) else None
     for s in list(tape.saved.values()) + [x for ents in tape.undo.values() for en in ents
-                                          for x in [en.old] + [i for i in en.idx if isinstance(i, Var)]]:
+                                          for x in [en.old] + [i for i in en.idx
+                                                               if isinstance(i, Var) and i != index]]:
         stores[s] = rb.fresh(s.name, s.type)
     cur_arr = {p: rb.fresh(p.name, p.type) for p in tape.undo}
     cur_arr_init = {p: outs[e.params.index(p)] for p in tape.undo}
@@ -201,7 +203,9 @@ def rev(ctx, b, st, adj, tape: LoopTape) -> None:
         for en in reversed(entries):
             idx = []
             for i in en.idx:
-                if isinstance(i, Var):
+                if i == index and index is not None:
+                    idx.append(restored[index])
+                elif isinstance(i, Var):
                     cur[i], iv = rb.emit_multi("store_pop", cur[i], name="i")
                     idx.append(iv)
                 else:
