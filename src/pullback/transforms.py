@@ -36,8 +36,16 @@ def _derive(ctx, kind: str, fname: str) -> str:
     return memo[key]
 
 
-def _where(ctx):
-    return getattr(ctx, "loc", None)
+def _where(ctx, fun=None):
+    """The user's location for an error: the staged call site, else `fun`'s definition."""
+    loc = getattr(ctx, "loc", None)
+    if loc is None and fun is not None:
+        code = getattr(getattr(fun, "fun", fun), "__code__", None)
+        if code is not None:
+            from .ir.core import SrcLoc
+
+            loc = SrcLoc(code.co_filename, code.co_firstlineno, f"def {code.co_name}(...)")
+    return loc
 
 
 def stage_fn(ctx, fun, args):
@@ -60,17 +68,18 @@ def _float_positions(leaves):
     return [i for i, a in enumerate(leaves) if a.type.is_float]
 
 
-def _check_diff_args(ctx, leaves, in_tree, argnums, what):
+def _check_diff_args(ctx, leaves, in_tree, argnums, what, fun=None):
     ranges = _arg_leaf_ranges(in_tree)
     for n in argnums:
         if n >= len(ranges):
-            raise PullbackError(f"{what}: argnums={n} but the function got {len(ranges)} arguments", loc=_where(ctx))
+            raise PullbackError(f"{what}: argnums={n} but the function got {len(ranges)} arguments",
+                               loc=_where(ctx, fun))
         for i in range(*ranges[n]):
             t = leaves[i].type
             if not t.is_float:
                 raise NonDifferentiableError(
                     f"{what}: argument {n} has {t} values; derivatives are only defined for float arguments",
-                    loc=_where(ctx),
+                    loc=_where(ctx, fun),
                     hint="pass floats (e.g. np.asarray(x, dtype=float)), or leave this argument out of argnums")
     return ranges
 
@@ -79,11 +88,11 @@ def grad(ctx, fun, args, argnums, with_value=False, has_aux=False):
     fname, leaves, in_tree, out_tree, ret_types = stage_fn(ctx, fun, args)
     single = isinstance(argnums, int)
     nums = (argnums,) if single else tuple(argnums)
-    ranges = _check_diff_args(ctx, leaves, in_tree, nums, "grad")
+    ranges = _check_diff_args(ctx, leaves, in_tree, nums, "grad", fun)
     if out_tree.kind != "leaf" or ret_types[0].shape != () or not ret_types[0].is_float:
         raise PullbackError(
             f"grad needs a function that returns one float scalar; this one returns {_describe(out_tree, ret_types)}",
-            loc=_where(ctx), hint="reduce the output (e.g. np.sum) or use pb.jacobian / pb.vjp")
+            loc=_where(ctx, fun), hint="reduce the output (e.g. np.sum) or use pb.jacobian / pb.vjp")
     vname = _derive(ctx, "vjp", fname)
     one = Const(1.0, TensorType(ret_types[0].dtype))
     fl = _float_positions(leaves)
@@ -181,7 +190,7 @@ def jacobian(ctx, fun, args, argnums, mode):
         raise PullbackError("jacobian takes one argnum (an int)", loc=_where(ctx),
                             hint="call pb.jacobian once per argument")
     fname, leaves, in_tree, out_tree, ret_types = stage_fn(ctx, fun, args)
-    ranges = _check_diff_args(ctx, leaves, in_tree, (argnums,), "jacobian")
+    ranges = _check_diff_args(ctx, leaves, in_tree, (argnums,), "jacobian", fun)
     lo, hi = ranges[argnums]
     if hi - lo != 1 or out_tree.kind != "leaf" or not ret_types[0].is_float:
         raise PullbackError("jacobian supports one array (or scalar) argument and one float array (or scalar) output",
