@@ -10,6 +10,7 @@ calls are differentiated on demand (recursion included).
 """
 from __future__ import annotations
 
+from ..errors import PullbackError
 from ..ir import names
 from ..ir.builder import Builder
 from ..ir.core import Apply, Body, Const, ForForm, Func, If, Let, Loop, Prim, Prog, Var, WhileForm
@@ -21,7 +22,9 @@ from ._common import differentiable, run_rule, zero_of
 def jvp_prog(prog: Prog, fname: str | None = None) -> tuple[Prog, str]:
     t = _JVP(prog)
     name = t.func(fname or prog.entry)
-    out = prog.with_funcs(list(prog.funcs) + t.new_funcs)
+    from ..ir.traverse import dce_func
+
+    out = prog.with_funcs(list(prog.funcs) + [dce_func(f) for f in t.new_funcs])
     _maybe_check(out)
     return out, name
 
@@ -84,7 +87,11 @@ class _JVP:
             row = TABLE.get(e.op)
             if all(t is None for t in tans) or row.zero_deriv or not any(differentiable(v.type) for v in st.pat):
                 return
-            outs = run_rule(b, row.rule("jvp"), [names.tangent(v.name) for v in st.pat],
+            try:
+                rule = row.rule("jvp")
+            except PullbackError as err:
+                raise err.with_loc(st.loc) from None
+            outs = run_rule(b, rule, [names.tangent(v.name) for v in st.pat],
                             e.args, tans, st.pat, **e.p)
             for v, t in zip(st.pat, outs):
                 if t is not None and differentiable(v.type):

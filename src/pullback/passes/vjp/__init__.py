@@ -30,7 +30,10 @@ from .body import fwd_body, rev_body
 def vjp_prog(prog: Prog, fname: str | None = None) -> tuple[Prog, str]:
     ctx = RevContext(prog)
     name = ctx.func(fname or prog.entry)
-    out = prog.with_funcs(list(prog.funcs) + ctx.new_funcs)
+    from ...ir.traverse import dce_func
+
+    # dead code: primal values that re-executed forward sweeps compute but no adjoint reads
+    out = prog.with_funcs(list(prog.funcs) + [dce_func(f) for f in ctx.new_funcs])
     from ...ir import typecheck
 
     typecheck.maybe_check(out, "vjp")

@@ -19,6 +19,7 @@ def rev(ctx, b, st, adj) -> None:
         return
     fvs = sorted((v for v in free_vars(e.then) | free_vars(e.else_)
                   if v in ctx.varied and differentiable(v.type)), key=lambda v: v.name)
+    seeded = {v: adj.get(v) for v in fvs if adj.get(v) is not None}
     branches = []
     for br in (e.then, e.else_):
         sb = b.child()
@@ -26,6 +27,7 @@ def rev(ctx, b, st, adj) -> None:
         mark_body(body, ctx.varied)
         tapes = fwd_body(ctx, sb, body)
         inner = Adjoints(sb, ctx.varied)
+        inner.m.update(seeded)  # accumulate into the existing adjoints (sparse updates stay in place)
         for r, c in zip(body.result, cts):
             if c is not None and (not isinstance(r, Var) or r in ctx.varied):
                 inner.add(r, c)
@@ -39,4 +41,7 @@ def rev(ctx, b, st, adj) -> None:
     outs = [b.fresh(names.adjoint(fvs[k].name), fvs[k].type) for k in keep]
     b.let(tuple(outs), If(e.cond, bodies[0], bodies[1]), st.loc)
     for k, o in zip(keep, outs):
-        adj.add(fvs[k], o)
+        if fvs[k] in seeded:
+            adj.m[fvs[k]] = o   # the branch carried the old adjoint through
+        else:
+            adj.add(fvs[k], o)

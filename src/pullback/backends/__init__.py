@@ -1,0 +1,1 @@
+"""Backends: `interp` (the reference semantics), `pysource` (readable NumPy Python)."""

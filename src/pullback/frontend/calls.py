@@ -1,0 +1,575 @@
+"""Calls: NumPy/builtins dispatch, user helper functions (one IR `Func` per
+signature, recursion), inlined nested closures, `__pullback_stage__` hooks and
+the `StagingContext` those hooks receive.
+
+Contract:
+- `call(st, fn, args, kwargs)` evaluates a call during staging. Calls without
+  traced arguments run natively in Python, except NumPy creation functions
+  (staged as `full`) and hooks. A user function with traced arguments becomes
+  an IR `Func` per (function, argument structure, leaf types, static values) and
+  is called with `Apply`; concrete leaves of its result stay concrete at the
+  call site.
+- A call to a function whose identical signature is being staged is IR
+  recursion: its result types come from the first `return` staged in that
+  function (or a later re-staging, until the types agree).
+- `ProgramState` holds the functions of the program under construction;
+  `stage_entry` stages the top-level function.
+"""
+from __future__ import annotations
+
+import builtins
+import inspect
+import sys
+import types
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import PullbackError, StagingError, UnsupportedSyntaxError
+from ..ir.builder import Builder
+from ..ir.core import Apply, Body, Func, Prog
+from ..ir.names import NameSupply
+from ..ir.types import TensorType
+from ..pytree import TreeDef, flatten, unflatten
+from . import control
+from .numpy_api import ALWAYS_STAGED, METHODS, BoundMethod, describe, lookup
+from .source import function_ast
+from .staging import _MISSING_RET, Frame, Interp, StagedClosure
+from .values import Traced, leaf_type, to_atom
+
+MAX_INLINE_DEPTH = 200
+
+
+# -- program state ---------------------------------------------------------------------
+
+@dataclass
+class FuncEntry:
+    name: str
+    out_tree: TreeDef
+    template: list  # result leaves: None = next traced result, else the concrete value
+    ret_types: tuple
+
+
+@dataclass
+class InProgress:
+    name: str
+    first_return: object = _MISSING_RET
+    recursive: bool = False
+    template: tuple | None = None  # (treedef, [TensorType]) used by recursive calls
+
+
+@dataclass
+class ProgramState:
+    funcs: dict = field(default_factory=dict)  # name -> Func (completed)
+    extra: list = field(default_factory=list)  # names added with add_func
+    cache: dict = field(default_factory=dict)  # key -> FuncEntry
+    in_progress: dict = field(default_factory=dict)  # key -> InProgress
+    names: NameSupply = field(default_factory=NameSupply)
+
+    def add(self, func: Func, extra=False):
+        self.names.reserve(func.name)
+        self.funcs[func.name] = func
+        if extra:
+            self.extra.append(func.name)
+
+    def program(self, entry: str) -> Prog:
+        keep, todo = [], [entry] + list(self.extra)
+        seen = set()
+        while todo:
+            n = todo.pop(0)
+            if n in seen or n not in self.funcs:
+                continue
+            seen.add(n)
+            keep.append(self.funcs[n])
+            todo.extend(_called(self.funcs[n].body))
+        return Prog(tuple(keep), entry)
+
+
+def _called(obj, out=None):
+    """Names of functions applied anywhere inside `obj` (walks dataclass fields generically)."""
+    out = [] if out is None else out
+    if isinstance(obj, Apply):
+        out.append(obj.func)
+    if isinstance(obj, (tuple, list)):
+        for x in obj:
+            _called(x, out)
+    elif hasattr(obj, "__dataclass_fields__"):
+        for f in obj.__dataclass_fields__:
+            if f in ("loc", "type"):
+                continue
+            v = getattr(obj, f)
+            if isinstance(v, (tuple, list)) or hasattr(v, "__dataclass_fields__"):
+                _called(v, out)
+    return out
+
+
+# -- keys --------------------------------------------------------------------------------
+
+def _static_key(v):
+    if isinstance(v, Traced):
+        return ("T", v.type)
+    if isinstance(v, np.ndarray):
+        return ("A", v.dtype.str, v.shape, v.tobytes())
+    if isinstance(v, (bool, int, float, complex, str, bytes, type(None), np.generic)):
+        return ("C", type(v).__name__, v)
+    try:
+        hash(v)
+        return ("H", v)
+    except TypeError:
+        return ("I", id(v))
+
+
+def signature_of(argvals) -> tuple:
+    leaves, tree = flatten(argvals)
+    return (tree, tuple(_static_key(x) for x in leaves))
+
+
+# -- calls --------------------------------------------------------------------------------
+
+def _any_traced(args, kwargs):
+    leaves, _ = flatten((tuple(args), dict(kwargs)))
+    return any(isinstance(x, Traced) for x in leaves)
+
+
+def call(st, fn, args, kwargs):
+    if isinstance(fn, BoundMethod):
+        return METHODS[fn.name](st, fn.obj, *args, **kwargs)
+    if isinstance(fn, StagedClosure):
+        return call_closure(st, fn, args, kwargs)
+    if not isinstance(fn, type) and hasattr(fn, "__pullback_stage__"):
+        return fn.__pullback_stage__(StagingContext(st), tuple(args), dict(kwargs))
+    traced = _any_traced(args, kwargs)
+    if fn is builtins.range and traced:
+        return control.traced_range(st, args)
+    if fn is builtins.enumerate and traced:
+        return control.traced_enumerate(st, *args, **kwargs)
+    if fn is builtins.zip and traced:
+        return control.traced_zip(st, *args)
+    if fn is builtins.reversed and len(args) == 1 and (traced or isinstance(args[0], (range, control.TracedIterable))):
+        return control.traced_reversed(st, args[0])
+    if fn in (builtins.list, builtins.tuple) and args and isinstance(args[0], control.TracedIterable):
+        it = args[0]
+        if not it.static:
+            raise StagingError("cannot build a Python list from a range with a traced length")
+        return fn(it.element(k) for k in range(it.n))
+    if traced and _transparent(fn, args):
+        return fn(*args, **kwargs)
+    h = lookup(fn)
+    if h is not None and (traced or fn in ALWAYS_STAGED):
+        return h(st, *args, **kwargs)
+    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType) and traced:
+        return call_function(st, fn.__func__, (fn.__self__,) + tuple(args), kwargs)
+    if isinstance(fn, types.FunctionType) and traced:
+        return call_function(st, fn, args, kwargs)
+    if not traced:
+        return fn(*args, **kwargs)
+    if fn in (builtins.list, builtins.tuple) and args and isinstance(args[0], Traced):
+        x = args[0]
+        if x.ndim == 0:
+            raise StagingError("cannot iterate over a traced scalar")
+        from . import ops
+        return fn(ops.getitem(st, x, k) for k in range(x.shape[0]))
+    raise StagingError(f"unsupported function '{describe(fn)}' called with traced arguments",
+                       hint="use the supported NumPy functions (see pullback.frontend.numpy_api), "
+                            "or write it in Python in a function pullback can read")
+
+
+_TRANSPARENT = {builtins.isinstance, builtins.type, builtins.id, builtins.callable, builtins.hasattr,
+                builtins.getattr, builtins.list, builtins.tuple, builtins.dict, builtins.repr}
+
+
+def _transparent(fn, args):
+    """Python-level functions that only store/inspect traced values (list.append, isinstance, ...)."""
+    if isinstance(fn, types.BuiltinMethodType) and isinstance(getattr(fn, "__self__", None), (list, dict)):
+        return True
+    try:
+        if fn in _TRANSPARENT:
+            return not (args and isinstance(args[0], Traced) and fn in (builtins.list, builtins.tuple, builtins.dict))
+    except TypeError:
+        return False
+    return False
+
+
+def call_closure(st, clo: StagedClosure, args, kwargs):
+    if st.inline_depth > MAX_INLINE_DEPTH:
+        raise StagingError(f"recursion through the nested function '{clo.__name__}' is too deep",
+                           hint="define recursive functions at module level so they become IR functions")
+    sig = _closure_signature(clo)
+    try:
+        ba = sig.bind(*args, **kwargs)
+    except TypeError as e:
+        raise StagingError(f"{clo.__name__}(): {e}") from None
+    ba.apply_defaults()
+    frame = Frame(dict(ba.arguments), clo.frame.globals, parent=clo.frame)
+    saved = (st.frame, st.src, st.top_frame)
+    st.frame, st.src = frame, clo.src
+    st.inline_depth += 1
+    try:
+        r = st.exec_block(clo.src.body)
+    finally:
+        st.frame, st.src, _ = saved
+        st.inline_depth -= 1
+    return None if r is None else r[1]
+
+
+def _closure_signature(clo):
+    a = clo.node.args
+    P = inspect.Parameter
+    params = []
+    pos = list(getattr(a, "posonlyargs", [])) + list(a.args)
+    nd = len(clo.defaults)
+    for i, arg in enumerate(pos):
+        kind = P.POSITIONAL_ONLY if i < len(getattr(a, "posonlyargs", [])) else P.POSITIONAL_OR_KEYWORD
+        d = clo.defaults[i - (len(pos) - nd)] if i >= len(pos) - nd else P.empty
+        params.append(P(arg.arg, kind, default=d))
+    if a.vararg:
+        params.append(P(a.vararg.arg, P.VAR_POSITIONAL))
+    for arg, d in zip(a.kwonlyargs, clo.kw_defaults):
+        params.append(P(arg.arg, P.KEYWORD_ONLY, default=P.empty if d is None else d))
+    if a.kwarg:
+        params.append(P(a.kwarg.arg, P.VAR_KEYWORD))
+    return inspect.Signature(params)
+
+
+def _bind(fn, args, kwargs):
+    try:
+        sig = inspect.signature(fn)
+        ba = sig.bind(*args, **kwargs)
+    except TypeError as e:
+        raise StagingError(f"{getattr(fn, '__name__', fn)}(): {e}") from None
+    ba.apply_defaults()
+    names = list(ba.arguments)
+    vals = []
+    for n in names:
+        v = ba.arguments[n]
+        vals.append(tuple(v) if sig.parameters[n].kind == inspect.Parameter.VAR_POSITIONAL else v)
+    return names, vals
+
+
+def call_function(st, fn, args, kwargs):
+    """Call a user Python function with (some) traced arguments: an `Apply` of its `Func`."""
+    names, vals = _bind(fn, args, kwargs)
+    key = (fn, signature_of(tuple(vals)))
+    state = st.state
+    entry = state.cache.get(key)
+    if entry is None:
+        info = state.in_progress.get(key)
+        if info is not None:
+            return _recursive_call(st, fn, info, vals)
+        entry = stage_func(state, fn, names, vals, key, runner=None, loc=st.loc)
+    return _apply_entry(st, entry, vals)
+
+
+def _traced_atoms(vals):
+    leaves, _ = flatten(tuple(vals))
+    return [x.atom for x in leaves if isinstance(x, Traced)]
+
+
+def _apply_entry(st, entry, vals):
+    atoms = _traced_atoms(vals)
+    outs = st.b.apply(entry.name, atoms, entry.ret_types) if entry.ret_types else ()
+    it = iter(outs)
+    leaves = [Traced(next(it)) if t is None else t for t in entry.template]
+    return unflatten(entry.out_tree, leaves)
+
+
+def _recursive_call(st, fn, info, vals):
+    if info.template is None:
+        if info.first_return is _MISSING_RET:
+            raise StagingError(
+                f"recursive call to '{fn.__name__}' with traced data before any `return` of it was staged, "
+                "so its result type is unknown",
+                hint="put the base case (the branch that returns without recursing) first")
+        leaves, tree = flatten(info.first_return)
+        info.template = (tree, [_ret_type(x) for x in leaves])
+    info.recursive = True
+    tree, tys = info.template
+    outs = st.b.apply(info.name, _traced_atoms(vals), tuple(tys))
+    return unflatten(tree, [Traced(o) for o in outs])
+
+
+def _ret_type(x):
+    try:
+        return leaf_type(x)
+    except PullbackError:
+        raise StagingError(f"a recursive function returns the Python value {x!r}, which has no IR type",
+                           hint="return only numbers and arrays (or tuples/lists/dicts of them) from recursive functions") from None
+
+
+def _cells(fn):
+    code = fn.__code__
+    out = {}
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:
+            pass
+    return out
+
+
+def stage_func(state, fn, names, vals, key, runner=None, loc=None, force_atoms=False, fname=None) -> FuncEntry:
+    """Stage `fn` (bound to `names`=`vals`) as a complete IR `Func`; cache it under `key`."""
+    src = function_ast(fn) if runner is None else None
+    name = state.names.fresh(fname or _func_hint(fn))
+    info = InProgress(name)
+    state.in_progress[key] = info
+    old_limit = sys.getrecursionlimit()
+    if old_limit < 20000:
+        sys.setrecursionlimit(20000)
+    try:
+        for attempt in range(4):
+            supply = NameSupply()
+            b = Builder(supply)
+            params, pvals = [], []
+            for pname, v in zip(names, vals):
+                leaves, tree = flatten(v)
+                new = []
+                for leaf in leaves:
+                    if isinstance(leaf, Traced):
+                        p = b.fresh(pname, leaf.type)
+                        params.append(p)
+                        new.append(Traced(p))
+                    else:
+                        new.append(leaf)
+                pvals.append(unflatten(tree, new))
+            if runner is None:
+                frame = Frame(dict(zip(names, pvals)), fn.__globals__, _cells(fn))
+                st = Interp(state, b, src, frame, info)
+                ret = st.run(src.body)
+            else:
+                frame = Frame(dict(zip(names, pvals)), {})
+                st = Interp(state, b, None, frame, info)
+                st.loc = loc
+                b.loc = loc
+                ret = runner(st, pvals)
+            leaves, out_tree = flatten(ret)
+            if info.recursive:
+                tys = [_ret_type(x) for x in leaves]
+                ttree, ttys = info.template
+                if ttree != out_tree:
+                    raise StagingError(f"the recursive function '{name}' returns values of different structure "
+                                       f"({ttree} vs {out_tree})", loc=src.loc(src.node) if src else loc)
+                joined = [t if t == u else _join_types(t, u, name, src, loc) for t, u in zip(ttys, tys)]
+                if joined != list(ttys):
+                    info.template = (ttree, joined)
+                    info.first_return = _MISSING_RET
+                    continue
+                atoms = [to_atom(b, x, t.dtype) for x, t in zip(leaves, ttys)]
+                template = [None] * len(leaves)
+            else:
+                atoms, template = [], []
+                for x in leaves:
+                    if isinstance(x, Traced) or force_atoms:
+                        if not isinstance(x, Traced):
+                            _check_returnable(x, name, src, loc)
+                        atoms.append(to_atom(b, x))
+                        template.append(None)
+                    else:
+                        template.append(x)
+            break
+        else:
+            raise StagingError(f"the result types of the recursive function '{name}' do not stabilise")
+        ret_types = tuple(a.type for a in atoms)
+        floc = src.loc(src.node) if src is not None else loc
+        func = Func(name, tuple(params), Body(tuple(b.stmts), tuple(atoms)), ret_types, loc=floc)
+        state.add(func)
+        entry = FuncEntry(name, out_tree, template, ret_types)
+        state.cache[key] = entry
+        return entry
+    finally:
+        state.in_progress.pop(key, None)
+        sys.setrecursionlimit(max(old_limit, sys.getrecursionlimit()) if old_limit >= 20000 else old_limit)
+
+
+def _check_returnable(x, name, src, loc):
+    try:
+        leaf_type(x)
+    except PullbackError:
+        raise StagingError(f"'{name}' returns the Python value {x!r}, which cannot be a result of compiled code",
+                           loc=src.loc(src.node) if src else loc,
+                           hint="return numbers and arrays (or tuples/lists/dicts of them)") from None
+
+
+def _join_types(t, u, name, src, loc):
+    from ..ir.types import promote
+    if t.shape != u.shape:
+        raise StagingError(f"the recursive function '{name}' returns shape {t.shape} in its base case and "
+                           f"{u.shape} elsewhere", loc=src.loc(src.node) if src else loc)
+    return TensorType(promote(t.dtype, u.dtype), t.shape)
+
+
+def _func_hint(fn):
+    n = getattr(fn, "__name__", None) or type(fn).__name__
+    return n if n.isidentifier() else "f"
+
+
+# -- the top level and the hook context ---------------------------------------------------
+
+def stage_callable(state, fn, names, vals, key, loc=None, force_atoms=True, fname=None) -> FuncEntry:
+    """Stage a Python function or a `__pullback_stage__` object as a Func."""
+    hit = state.cache.get(key)
+    if hit is not None:
+        return hit
+    if not isinstance(fn, type) and hasattr(fn, "__pullback_stage__") and not isinstance(fn, types.FunctionType):
+        def runner(st, pvals):
+            return fn.__pullback_stage__(StagingContext(st), tuple(pvals), {})
+        return stage_func(state, fn, names, vals, key, runner=runner, loc=loc, force_atoms=force_atoms, fname=fname)
+    if isinstance(fn, types.MethodType):
+        return stage_callable(state, fn.__func__, ["self"] + names, [fn.__self__] + list(vals), key, loc,
+                              force_atoms, fname)
+    if not isinstance(fn, types.FunctionType):
+        raise StagingError(f"cannot stage '{describe(fn)}': it is not a Python function",
+                           hint="pass a function defined with def (or an object with __pullback_stage__)")
+    return stage_func(state, fn, names, vals, key, loc=loc, force_atoms=force_atoms, fname=fname)
+
+
+def positional_names(fn, n):
+    if not isinstance(fn, types.FunctionType) and not isinstance(fn, types.MethodType):
+        return [f"arg{i}" for i in range(n)]
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return [f"arg{i}" for i in range(n)]
+    names = []
+    for p in sig.parameters.values():
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        elif p.kind == p.VAR_POSITIONAL:
+            names.extend(f"{p.name}{i}" for i in range(n - len(names)))
+            break
+    if len(names) < n:
+        raise StagingError(f"{getattr(fn, '__name__', fn)}() takes {len(names)} positional arguments but {n} were given")
+    return names[:n]
+
+
+def _defaults_ok(fn, n):
+    """Positional call with n args: fill defaults for the rest (Python semantics)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return []
+    extra_names, extra_vals = [], []
+    params = list(sig.parameters.values())
+    pos = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    for p in pos[n:] + [p for p in params if p.kind == p.KEYWORD_ONLY]:
+        if p.default is p.empty:
+            raise StagingError(f"{fn.__name__}() missing required argument '{p.name}'")
+        extra_names.append(p.name)
+        extra_vals.append(p.default)
+    for p in params:
+        if p.kind == p.VAR_KEYWORD:
+            extra_names.append(p.name)
+            extra_vals.append({})
+    return list(zip(extra_names, extra_vals))
+
+
+def _names_vals(fn, args):
+    """Parameter names and values for a positional call (defaults and *args as in Python)."""
+    if isinstance(fn, (types.FunctionType, types.MethodType)):
+        return _bind(fn, list(args), {})
+    return [f"arg{i}" for i in range(len(args))], list(args)
+
+
+def _hook_loc(fn):
+    """A location for a top-level `__pullback_stage__` object: the definition of the user
+    function it wraps (attribute __wrapped__/fun/fn/func/f), else None."""
+    import linecache
+
+    from ..ir.core import SrcLoc
+
+    for attr in ("__wrapped__", "fun", "fn", "func", "f"):
+        inner = getattr(fn, attr, None)
+        code = getattr(inner, "__code__", None)
+        if code is not None:
+            line = code.co_firstlineno
+            return SrcLoc(code.co_filename, line, linecache.getline(code.co_filename, line).rstrip("\n"))
+    return None
+
+
+class StagingContext:
+    """What a `__pullback_stage__(ctx, args, kwargs)` hook may use (see module docstring)."""
+
+    def __init__(self, st: Interp):
+        self._st = st
+
+    @property
+    def builder(self) -> Builder:
+        return self._st.b
+
+    @property
+    def loc(self):
+        return self._st.loc
+
+    @property
+    def state(self) -> ProgramState:
+        return self._st.state
+
+    def to_atoms(self, tree):
+        leaves, td = flatten(tree)
+        return [to_atom(self._st.b, x) for x in leaves], td
+
+    def from_atoms(self, atoms, treedef):
+        return unflatten(treedef, [Traced(a) for a in atoms])
+
+    def stage_function(self, fn, arg_types, in_tree, static=None):
+        """Stage `fn` as a Func taking the leaves `arg_types` of the positional-argument tuple
+        described by `in_tree` (plus `static`: a dict {position: Python value} or a tuple of
+        (position, value) pairs inserted as static arguments). Returns (name, out_tree, ret_types)."""
+        from ..ir.core import Var
+
+        placeholders = [Traced(Var(f"a{i}", t)) for i, t in enumerate(arg_types)]
+        args = unflatten(in_tree, placeholders)
+        args = list(args) if isinstance(args, (tuple, list)) else [args]
+        static = dict(static or {})
+        for pos in sorted(static):
+            args.insert(pos, static[pos])
+        names, vals = _names_vals(fn, args)
+        key = ("ctx", fn, signature_of(tuple(vals)))
+        entry = stage_callable(self._st.state, fn, names, vals, key, loc=self._st.loc or _hook_loc(fn),
+                               force_atoms=True)
+        return entry.name, entry.out_tree, entry.ret_types
+
+    def funcs(self):
+        return list(self._st.state.funcs.values())
+
+    def add_func(self, func: Func):
+        self._st.state.add(func, extra=True)
+
+    def fresh_func_name(self, hint: str) -> str:
+        return self._st.state.names.fresh(hint)
+
+    def apply(self, func_name, atoms, ret_types):
+        return tuple(self._st.b.apply(func_name, list(atoms), tuple(ret_types)))
+
+
+def stage_entry(fn, args, static_argnums=()):
+    """Stage the top-level function; returns (prog, in_tree, out_tree, in_types)."""
+    static = set(i % len(args) if args else i for i in static_argnums)
+    nonstatic = tuple(a for i, a in enumerate(args) if i not in static)
+    leaves, in_tree = flatten(nonstatic)
+    in_types = []
+    for x in leaves:
+        try:
+            in_types.append(leaf_type(x))
+        except PullbackError:
+            raise StagingError(f"argument leaf {x!r} of type {type(x).__name__} cannot be traced",
+                               hint="pass it as a static argument (static_argnums)") from None
+    it = iter(leaves)
+    from ..ir.core import Var
+
+    vals = []
+    for i, a in enumerate(args):
+        if i in static:
+            vals.append(a)
+        else:
+            la, ta = flatten(a)
+            vals.append(unflatten(ta, [Traced(Var("arg", leaf_type(next(it)))) for _ in la]))
+    state = ProgramState()
+    names, vals = _names_vals(fn, vals)
+    key = (fn, signature_of(tuple(vals)))
+    entry = stage_callable(state, fn, names, vals, key, loc=_hook_loc(fn), force_atoms=True)
+    prog = state.program(entry.name)
+    return prog, in_tree, entry.out_tree, in_types
+
+
+__all__ = ["call", "stage_entry", "StagingContext", "ProgramState", "signature_of"]

@@ -1,0 +1,580 @@
+"""Control flow: `if`, conditional expressions, `for` and `while`.
+
+Contract:
+- `stage_if`: a concrete condition runs only the taken branch; a traced one
+  stages both branches in sub-builders and emits an IR `If` whose results are
+  the variables the branches changed (merged by `Merger`; a variable defined in
+  only one branch becomes `Poisoned`, an error when read). Both branches ending
+  in `return` (see `rewrite`) merge their return values instead.
+- `stage_for`: Python iterables are unrolled; `range(...)` and arrays become an
+  IR `Loop` (`ForForm`) whose parameters are the variables the body changes
+  (found by trial stagings until their types are stable). A static trip count
+  falls back to unrolling when the body needs concrete values (`ConcreteNeeded`)
+  or changes structure/shapes (`NeedUnroll`).
+- `stage_while`: iterates at staging time while the condition is concrete;
+  once it is traced the rest becomes an IR `Loop` (`WhileForm`) whose bool
+  condition parameter is computed before the loop and at the end of the body.
+Variables first assigned inside an IR loop are `Poisoned` after it.
+"""
+from __future__ import annotations
+
+from ..errors import ShapeError, StagingError
+from ..ir.builder import Builder
+from ..ir.core import Body, Const
+from ..ir.names import NameSupply
+from ..ir.types import I64, TensorType, promote
+from ..pytree import flatten, unflatten
+from . import ops
+from .values import (UNSET, ConcreteNeeded, NeedUnroll, Poisoned, Traced, copy_containers, is_weak,
+                     join_dtype, leaf_type, same_concrete, to_atom)
+
+UNROLL_LIMIT = 10000
+_MISSING = object()
+
+
+class LoopExit(Exception):
+    """Reserved (not raised in normal operation)."""
+
+
+# -- merging values of two branches ---------------------------------------------------
+
+class _Slot:
+    __slots__ = ("k",)
+
+    def __init__(self, k):
+        self.k = k
+
+
+def _same(a, c):
+    if a is c:
+        return True
+    f = getattr(a, "_pb_same", None)
+    if f is not None:
+        return f(c)
+    if isinstance(a, Traced) and isinstance(c, Traced):
+        return a.atom == c.atom
+    if isinstance(a, Traced) or isinstance(c, Traced):
+        return False
+    return same_concrete(a, c)
+
+
+def _numeric(v):
+    if isinstance(v, Traced):
+        return True
+    try:
+        leaf_type(v)
+        return True
+    except Exception:
+        return False
+
+
+class Merger:
+    """Joins the values of the two branches of an `If` into slots of the `If`'s results."""
+
+    def __init__(self, b1, b2, line):
+        self.b1, self.b2, self.line = b1, b2, line
+        self.r1, self.r2, self.names = [], [], []
+
+    def _poison(self, name, msg, strict, hint=None):
+        if strict:
+            raise StagingError(msg, hint=hint)
+        return Poisoned(name, msg, hint)
+
+    def leaf(self, name, a, c, strict):
+        if _same(a, c):
+            return a
+        if a is _MISSING or c is _MISSING or isinstance(a, Poisoned) or isinstance(c, Poisoned):
+            if isinstance(a, Poisoned):
+                return a
+            if isinstance(c, Poisoned):
+                return c
+            return self._poison(name, f"'{name}' is assigned in only one branch of the `if` at line {self.line}, "
+                                      "whose condition is traced, and is used after it",
+                                strict, "assign it before the `if` or in both branches")
+        if a is UNSET:
+            return c if not isinstance(c, Traced) else self._slot(name, None, c)
+        if c is UNSET:
+            return a if not isinstance(a, Traced) else self._slot(name, a, None)
+        if not (_numeric(a) and _numeric(c)):
+            return self._poison(name, f"'{name}' holds different Python values in the branches of the `if` at line "
+                                      f"{self.line}, whose condition is traced", strict,
+                                "only numbers and arrays can differ between traced branches")
+        ta, tc = leaf_type(a), leaf_type(c)
+        if ta.shape != tc.shape:
+            msg = (f"'{name}' has shape {ta.shape} in one branch and {tc.shape} in the other branch of the `if` "
+                   f"at line {self.line}, whose condition is traced")
+            if strict:
+                raise ShapeError(msg, hint="both branches must produce the same shape")
+            return Poisoned(name, msg, "both branches must produce the same shape")
+        return self._slot(name, a, c)
+
+    def _slot(self, name, a, c):
+        ref = c if a is None else a
+        other = a if c is None else c
+        dt = join_dtype(a, c) if a is not None and c is not None else leaf_type(ref).dtype
+        t = leaf_type(ref).with_dtype(dt)
+        z = Const(0, TensorType(dt)) if not t.shape else None
+        aa = to_atom(self.b1, a, dt) if a is not None else (z or self.b1.zeros(t))
+        cc = to_atom(self.b2, c, dt) if c is not None else (z or self.b2.zeros(t))
+        del other
+        self.r1.append(aa)
+        self.r2.append(cc)
+        self.names.append(_name_hint(name))
+        return _Slot(len(self.r1) - 1)
+
+    def value(self, name, v1, v2, strict=False):
+        if v1 is v2:
+            return v1
+        if v1 is _MISSING or v2 is _MISSING or isinstance(v1, Poisoned) or isinstance(v2, Poisoned):
+            return self.leaf(name, v1, v2, strict)
+        l1, t1 = flatten(v1)
+        l2, t2 = flatten(v2)
+        if t1 != t2:
+            if v1 is UNSET:
+                l1, t1 = [UNSET] * len(l2), t2
+            elif v2 is UNSET:
+                l2, t2 = [UNSET] * len(l1), t1
+            else:
+                return self._poison(name, f"'{name}' has a different structure ({t1} vs {t2}) in the branches of the "
+                                          f"`if` at line {self.line}, whose condition is traced", strict)
+        return unflatten(t1, [self.leaf(name, a, c, strict) for a, c in zip(l1, l2)])
+
+    @staticmethod
+    def fill(v, outs):
+        leaves, t = flatten(v, is_leaf=lambda x: isinstance(x, _Slot))
+        return unflatten(t, [Traced(outs[x.k]) if isinstance(x, _Slot) else x for x in leaves])
+
+
+def _name_hint(name):
+    from .staging import _hint
+    return _hint(name)
+
+
+def _emit_if(st, cond, m, b1, b2):
+    if not m.r1:
+        return ()
+    then = Body(tuple(b1.stmts), tuple(m.r1))
+    else_ = Body(tuple(b2.stmts), tuple(m.r2))
+    return st.b.if_(cond.atom, then, else_, names=m.names)
+
+
+def _copy_env(env):
+    return {k: copy_containers(v) for k, v in env.items()}
+
+
+def stage_if(st, s):
+    c = ops.to_bool(st, st.eval(s.test))
+    if not isinstance(c, Traced):
+        return st.exec_block(s.body if c else s.orelse)
+    env0 = st.frame.vars
+    results = []
+    for branch in (s.body, s.orelse):
+        b = st.b.sub()
+        env = _copy_env(env0)
+        with st.using(b, env), st.traced_region():
+            r = st.exec_block(branch)
+            env = st.frame.vars
+        results.append((b, env, r))
+    (b1, e1, r1), (b2, e2, r2) = results
+    m = Merger(b1, b2, s.lineno)
+    if r1 is not None and r2 is not None:
+        merged = m.value("return value", r1[1], r2[1], strict=True)
+        outs = _emit_if(st, c, m, b1, b2)
+        return ("return", Merger.fill(merged, outs))
+    if r1 is not None or r2 is not None:
+        raise StagingError("internal: only one branch of a traced `if` returned")
+    merged = {}
+    for name in list(e1) + [n for n in e2 if n not in e1]:
+        v1, v2 = e1.get(name, _MISSING), e2.get(name, _MISSING)
+        v0 = env0.get(name, _MISSING)
+        if v0 is not _MISSING and _same_tree(v0, v1) and _same_tree(v0, v2):
+            merged[name] = v0
+            continue
+        merged[name] = m.value(name, v1, v2)
+    outs = _emit_if(st, c, m, b1, b2)
+    new = {k: Merger.fill(v, outs) for k, v in merged.items()}
+    env0.clear()
+    env0.update(new)
+    return None
+
+
+def _same_tree(a, c):
+    if a is c:
+        return True
+    if isinstance(a, (Poisoned,)) or isinstance(c, Poisoned) or a is _MISSING or c is _MISSING:
+        return False
+    la, ta = flatten(a)
+    lc, tc = flatten(c)
+    return ta == tc and all(_same(x, y) for x, y in zip(la, lc))
+
+
+def stage_ifexp(st, e):
+    c = ops.to_bool(st, st.eval(e.test))
+    if not isinstance(c, Traced):
+        return st.eval(e.body if c else e.orelse)
+    vals = []
+    for node in (e.body, e.orelse):
+        b = st.b.sub()
+        with st.using(b), st.traced_region():
+            vals.append((b, st.eval(node)))
+    (b1, v1), (b2, v2) = vals
+    m = Merger(b1, b2, e.lineno)
+    merged = m.value("conditional expression", v1, v2, strict=True)
+    return Merger.fill(merged, _emit_if(st, c, m, b1, b2))
+
+
+# -- iterables -------------------------------------------------------------------------
+
+class TracedIterable:
+    """Something a `for` can iterate with an IR loop: `n` (int or Traced i64) and `element(idx)`."""
+
+    def __init__(self, n, element, what):
+        self.n, self.element, self.what = n, element, what
+
+    @property
+    def static(self):
+        return not isinstance(self.n, Traced)
+
+
+def traced_range(st, args):
+    if not 1 <= len(args) <= 3:
+        raise StagingError("range expects 1 to 3 arguments")
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+    for v in (start, stop, step):
+        if isinstance(v, Traced) and (v.ndim or v.type.dtype not in ("i64", "bool")):
+            raise StagingError(f"range() arguments must be integer scalars, got a traced {v.type}",
+                               hint="convert with int(...)")
+    if isinstance(step, Traced):
+        raise ConcreteNeeded("the step of a range must be known at staging time",
+                             hint="pass it as a static argument")
+    step = ops.static_int(step, "the step of a range")
+    if step == 0:
+        raise StagingError("range() step must not be zero")
+    if not isinstance(start, Traced) and not isinstance(stop, Traced):
+        return range(start, stop, step)
+    start_t = start if isinstance(start, Traced) else start
+    # trip count: max(0, ceil((stop - start) / step))
+    if step > 0:
+        span = ops.binary(st, "sub", stop, start_t)
+        num = ops.binary(st, "add", span, step - 1) if step != 1 else span
+    else:
+        span = ops.binary(st, "sub", start_t, stop)
+        num = ops.binary(st, "add", span, -step - 1) if step != -1 else span
+    n = ops.binary(st, "floordiv", num, abs(step)) if abs(step) != 1 else num
+    n = ops.binary(st, "maximum", n, 0)
+
+    def element(i):
+        r = i
+        if step != 1:
+            r = ops.binary(st, "mul", r, step) if isinstance(r, Traced) else r * step
+        if not (is_weak(start) and start == 0):
+            r = ops.binary(st, "add", start, r) if isinstance(r, Traced) or isinstance(start, Traced) else start + r
+        return r
+
+    return TracedIterable(n, element, "range")
+
+
+def as_loop_iter(st, it):
+    """A TracedIterable for IR loops, or a Python list of items to unroll."""
+    if isinstance(it, TracedIterable):
+        return it
+    if isinstance(it, range):
+        r = it
+
+        def element(i):
+            if not isinstance(i, Traced):
+                return r[i]
+            v = i
+            if r.step != 1:
+                v = ops.binary(st, "mul", v, r.step)
+            if r.start != 0:
+                v = ops.binary(st, "add", v, r.start)
+            return v
+
+        return TracedIterable(len(r), element, "range")
+    if isinstance(it, Traced):
+        if it.ndim == 0:
+            raise StagingError("iteration over a 0-d (scalar) traced value")
+        x = it
+        return TracedIterable(x.shape[0], lambda i: ops.getitem(st, x, i), "array")
+    if isinstance(it, Poisoned):
+        raise it.error()
+    return list(it)
+
+
+def traced_enumerate(st, seq, start=0):
+    inner = as_loop_iter(st, seq)
+    if isinstance(inner, list):
+        return list(enumerate(inner, start))
+    el = inner.element
+
+    def element(i):
+        k = i if (is_weak(start) and start == 0) else (ops.binary(st, "add", i, start) if isinstance(i, Traced) else i + start)
+        return (k, el(i))
+
+    return TracedIterable(inner.n, element, "enumerate")
+
+
+def traced_zip(st, *seqs):
+    its = [as_loop_iter(st, s) for s in seqs]
+    if all(isinstance(i, list) for i in its):
+        return list(zip(*its))
+    ns = []
+    for i in its:
+        if isinstance(i, list):
+            ns.append(len(i))
+        elif i.static:
+            ns.append(i.n)
+        else:
+            raise StagingError("zip() over a range with a traced length is not supported",
+                               hint="index the arrays inside a `for i in range(n)` loop")
+    n = min(ns)
+
+    def element(k):
+        out = []
+        for i in its:
+            if isinstance(i, list):
+                if isinstance(k, Traced):
+                    raise ConcreteNeeded("zip() mixes a Python list with traced arrays")
+                out.append(i[k])
+            else:
+                out.append(i.element(k))
+        return tuple(out)
+
+    return TracedIterable(n, element, "zip")
+
+
+def traced_reversed(st, seq):
+    it = as_loop_iter(st, seq)
+    if isinstance(it, list):
+        return list(reversed(it))
+    if not it.static:
+        raise StagingError("reversed() over a range with a traced length is not supported")
+    n, el = it.n, it.element
+    return TracedIterable(n, lambda i: el(n - 1 - i if not isinstance(i, Traced) else ops.binary(st, "sub", n - 1, i)),
+                          "reversed")
+
+
+# -- loops ------------------------------------------------------------------------------
+
+def _unroll(st, target, items, body):
+    for k, item in enumerate(items):
+        if k >= UNROLL_LIMIT:
+            raise StagingError(f"loop has more than {UNROLL_LIMIT} iterations to unroll at staging time",
+                               hint="make the loop's body work with a traced index (avoid Python lists indexed by it), "
+                                    "or iterate over an array")
+        st.assign(target, item)
+        r = st.exec_block(body)
+        if r is not None:
+            raise StagingError("internal: return inside a loop body")
+
+
+def stage_for(st, s):
+    it = as_loop_iter(st, st.eval(s.iter))
+    if isinstance(it, list):
+        _unroll(st, s.target, it, s.body)
+        return None
+    if it.static:
+        if it.n == 0:
+            return None
+        env0 = st.frame.vars
+        try:
+            _ir_loop(st, s, it, None)
+        except (NeedUnroll, ConcreteNeeded):
+            st.frame.vars = env0
+            if it.n > UNROLL_LIMIT:
+                raise
+            _unroll(st, s.target, (it.element(k) for k in range(it.n)), s.body)
+        return None
+    try:
+        _ir_loop(st, s, it, None)
+    except NeedUnroll as e:
+        raise StagingError(e.msg + " in a loop whose trip count is traced",
+                           hint="keep shapes and Python structures the same in every iteration") from None
+    return None
+
+
+def stage_while(st, s):
+    count = 0
+    while True:
+        c = ops.to_bool(st, st.eval(s.test))
+        if isinstance(c, Traced):
+            try:
+                _ir_loop(st, s, None, c)
+            except NeedUnroll as e:
+                raise StagingError(e.msg + " in a while loop with a traced condition",
+                                   hint="keep shapes and Python structures the same in every iteration") from None
+            return None
+        if not c:
+            return None
+        count += 1
+        if count > UNROLL_LIMIT:
+            raise StagingError(f"while loop ran more than {UNROLL_LIMIT} iterations at staging time",
+                               hint="its condition only depends on Python values; make it depend on traced data "
+                                    "or check that it terminates")
+        r = st.exec_block(s.body)
+        if r is not None:
+            raise StagingError("internal: return inside a loop body")
+
+
+def _leafspec_join(name, b0, prev, after):
+    """The param type of one carried leaf, or None if it stays concrete."""
+    if prev is None and b0 is not UNSET and _same(b0, after):
+        return None
+    if isinstance(after, (Poisoned,)):
+        raise NeedUnroll(after.msg)
+    if not _numeric(after) or (b0 is not UNSET and not _numeric(b0)):
+        raise NeedUnroll(f"'{name}' takes a different Python value in each iteration")
+    ta = leaf_type(after)
+    if prev is not None:
+        base = prev
+        dt = base.dtype if is_weak(after) else promote(base.dtype, ta.dtype)
+    elif b0 is UNSET:
+        return ta
+    else:
+        base = leaf_type(b0)
+        dt = join_dtype(b0, after)
+    if base.shape != ta.shape:
+        raise NeedUnroll(f"the shape of '{name}' changes from {base.shape} to {ta.shape}")
+    return TensorType(dt, base.shape)
+
+
+def _analyze(env0, start, after, carry):
+    new = {}
+    for name, v0 in env0.items():
+        if isinstance(v0, Poisoned):
+            continue
+        a = after.get(name, _MISSING)
+        if a is _MISSING:
+            continue
+        prev = carry.get(name)
+        if prev is None and _same_tree(start[name], a):
+            continue
+        l0, t0 = flatten(v0)
+        la, ta = flatten(a)
+        if v0 is UNSET:
+            l0, t0 = [UNSET] * len(la), ta
+        if t0 != ta:
+            if a is UNSET:
+                continue
+            raise NeedUnroll(f"the structure of '{name}' changes in the loop body ({t0} -> {ta})")
+        pspecs = prev[1] if prev is not None else [None] * len(l0)
+        specs = [_leafspec_join(name, b0, p, x) for b0, p, x in zip(l0, pspecs, la)]
+        if any(sp is not None for sp in specs):
+            new[name] = (t0, specs)
+    return new
+
+
+def _start_env(st, b, env0, carry, fresh_names=True):
+    env = _copy_env(env0)
+    params, init = [], []
+    for name, (tdef, specs) in carry.items():
+        v0 = env0[name]
+        l0 = flatten(v0)[0] if v0 is not UNSET else [UNSET] * len(specs)
+        leaves = []
+        for leaf, sp in zip(l0, specs):
+            if sp is None:
+                leaves.append(leaf)
+                continue
+            p = b.fresh(_name_hint(name), sp)
+            params.append(p)
+            init.append(leaf)
+            leaves.append(Traced(p))
+        env[name] = unflatten(tdef, leaves)
+    return env, params, init
+
+
+def _run_body(st, s, it, bb, env, idx):
+    with st.using(bb, env), st.traced_region():
+        if it is not None:
+            st.assign(s.target, it.element(Traced(idx)))
+        r = st.exec_block(s.body)
+        if r is not None:
+            raise StagingError("internal: return inside a loop body")
+        cond = None
+        if it is None:
+            cond = ops.to_bool(st, st.eval(s.test))
+        return st.frame.vars, cond
+
+
+def _ir_loop(st, s, it, cond0):
+    env0 = st.frame.vars
+    carry = {}
+    for attempt in range(8):
+        sup = NameSupply(st.b.supply.used)
+        tb = Builder(sup, st.b.loc)
+        env, params, _ = _start_env(st, tb, env0, carry)
+        idx = tb.fresh("i", I64)
+        start = _copy_env(env)
+        after, _ = _run_body(st, s, it, tb, env, idx)
+        new = _analyze(env0, start, after, carry)
+        if new == carry:
+            break
+        # keep previously carried names (types only grow)
+        for k, v in carry.items():
+            new.setdefault(k, v)
+        if new == carry:
+            break
+        carry = new
+    else:
+        raise StagingError("the types of the loop's variables do not stabilise")
+    # final staging
+    bb = st.b.sub()
+    env, params, init = _start_env(st, bb, env0, carry)
+    idx = bb.fresh("i", I64) if it is not None else None
+    after, cond = _run_body(st, s, it, bb, env, idx)
+    results = []
+    for name, (tdef, specs) in carry.items():
+        la, ta = flatten(after[name])
+        if ta != tdef:
+            raise StagingError(f"internal: structure of '{name}' changed between loop stagings")
+        for leaf, sp in zip(la, specs):
+            if sp is None:
+                continue
+            if leaf is UNSET:
+                results.append(_zero_atom(bb, sp))
+                continue
+            if leaf_type(leaf).shape != sp.shape:
+                raise ShapeError(f"the shape of '{name}' changes in the loop body")
+            results.append(to_atom(bb, leaf, sp.dtype))
+    pinit = []
+    ptypes = [p.type for p in params]
+    for leaf, t in zip(init, ptypes):
+        pinit.append(_zero_atom(st.b, t) if leaf is UNSET else to_atom(st.b, leaf, t.dtype))
+    if it is not None:
+        bound = it.n.atom if isinstance(it.n, Traced) else Const(int(it.n), I64)
+        outs = st.b.for_loop(params, pinit, idx, bound, Body(tuple(bb.stmts), tuple(results)))
+    else:
+        cp = bb.fresh("cond", TensorType("bool"))
+        cres = cond.atom if isinstance(cond, Traced) else Const(bool(cond), TensorType("bool"))
+        outs = st.b.while_loop([cp] + params, [cond0.atom] + pinit, cp,
+                               Body(tuple(bb.stmts), (cres,) + tuple(results)))
+        outs = outs[1:]
+    # rebind
+    k = 0
+    new_env = dict(env0)
+    for name, (tdef, specs) in carry.items():
+        v0 = env0[name]
+        l0 = flatten(v0)[0] if v0 is not UNSET else [UNSET] * len(specs)
+        leaves = []
+        for leaf, sp in zip(l0, specs):
+            if sp is None:
+                leaves.append(leaf)
+            else:
+                leaves.append(Traced(outs[k]))
+                k += 1
+        new_env[name] = unflatten(tdef, leaves)
+    for name in after:
+        if name not in env0:
+            new_env[name] = Poisoned(name, f"'{name}' is assigned inside the loop at line {s.lineno}, which is staged "
+                                           "as an IR loop, and is not available after it",
+                                     "assign it before the loop so that it becomes a loop variable")
+    env0.clear()
+    env0.update(new_env)
+    st.frame.vars = env0
+
+
+def _zero_atom(b, t):
+    if not t.shape:
+        return Const(0, TensorType(t.dtype))
+    return b.zeros(t)

@@ -1,0 +1,656 @@
+"""The statement/expression interpreter (an abstract interpreter over the Python AST).
+
+Contract: an `Interp` stages one IR function body. `run(stmts)` executes a
+(rewritten, see `rewrite`) statement list in the current `Frame` and returns the
+value of the `return` that ends it. Concrete values are computed in Python;
+traced ones emit IR through `self.b` (the current `Builder`). Every statement
+sets `self.loc` (and `self.b.loc`); errors leaving a statement carry its
+location. Control flow lives in `control`, calls in `calls`, NumPy in
+`numpy_api`/`ops`.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib
+import operator
+import os
+from contextlib import contextmanager
+
+import numpy as np
+
+from ..errors import PullbackError, StagingError, UnsupportedSyntaxError
+from ..ir.core import Let
+from . import control, ops
+from .numpy_api import BoundMethod, attribute
+from .rewrite import UNSET_NAME
+from .values import UNSET, ConcreteNeeded, NeedUnroll, Poisoned, Traced
+
+_MISSING = object()
+
+BINOPS = {ast.Add: ("add", operator.add), ast.Sub: ("sub", operator.sub), ast.Mult: ("mul", operator.mul),
+          ast.Div: ("div", operator.truediv), ast.FloorDiv: ("floordiv", operator.floordiv),
+          ast.Mod: ("mod", operator.mod), ast.Pow: ("pow", operator.pow),
+          ast.MatMult: ("matmul", operator.matmul), ast.BitAnd: ("and", operator.and_),
+          ast.BitOr: ("or", operator.or_), ast.BitXor: ("xor", operator.xor),
+          ast.LShift: (None, operator.lshift), ast.RShift: (None, operator.rshift)}
+CMPOPS = {ast.Lt: ("lt", operator.lt), ast.LtE: ("le", operator.le), ast.Gt: ("gt", operator.gt),
+          ast.GtE: ("ge", operator.ge), ast.Eq: ("eq", operator.eq), ast.NotEq: ("ne", operator.ne),
+          ast.Is: (None, operator.is_), ast.IsNot: (None, operator.is_not),
+          ast.In: (None, lambda a, b: a in b), ast.NotIn: (None, lambda a, b: a not in b)}
+
+_UNSUPPORTED_STMT = {
+    "ClassDef": "class definitions", "Try": "try/except", "TryStar": "try/except*", "With": "with statements",
+    "AsyncWith": "async with", "AsyncFor": "async for", "AsyncFunctionDef": "async functions",
+    "Global": "global declarations", "Nonlocal": "nonlocal declarations", "Delete": "del statements",
+    "Match": "match statements",
+}
+_UNSUPPORTED_EXPR = {
+    "Yield": "generators (yield)", "YieldFrom": "generators (yield from)", "Await": "await",
+    "SetComp": "set comprehensions", "Set": "sets",
+}
+
+
+_DEFAULT_HINTS = {
+    "ShapeError": "check the shapes and dtypes of the operands on this line (print x.shape while staging)",
+    "StagingError": "values computed from traced arguments are only known at run time; "
+                    "pass such values as static arguments (static_argnums)",
+    "UnsupportedSyntaxError": "rewrite this with supported constructs (if/for/while, functions, NumPy calls)",
+}
+
+
+class Frame:
+    """Variables of one function activation; `parent` is the defining frame of a nested def."""
+
+    __slots__ = ("vars", "parent", "globals", "closure")
+
+    def __init__(self, vars, globals, closure=None, parent=None):
+        self.vars, self.globals, self.closure, self.parent = vars, globals, closure or {}, parent
+
+
+class StagedClosure:
+    """A `def`/`lambda` evaluated during staging; calls to it are inlined."""
+
+    def __init__(self, node, frame, src, defaults, kw_defaults, name):
+        self.node, self.frame, self.src = node, frame, src
+        self.defaults, self.kw_defaults, self.__name__ = defaults, kw_defaults, name
+
+    def _pb_same(self, other):
+        return isinstance(other, StagedClosure) and other.node is self.node and other.frame is self.frame
+
+    def __repr__(self):
+        return f"<staged function {self.__name__}>"
+
+
+class Interp:
+    def __init__(self, state, builder, src, frame, info=None):
+        self.state = state  # calls.ProgramState
+        self.b = builder
+        self.src = src
+        self.frame = frame
+        self.top_frame = frame
+        self.info = info  # calls.InProgress of the function being staged (recursion templates)
+        self.loc = src.loc(src.node) if src is not None else None
+        self.traced_depth = 0
+        self.inline_depth = 0
+
+    # -- plumbing -------------------------------------------------------------
+    @contextmanager
+    def using(self, builder=None, vars=None):
+        ob, ov = self.b, self.frame.vars
+        if builder is not None:
+            self.b = builder
+        if vars is not None:
+            self.frame.vars = vars
+        try:
+            yield
+        finally:
+            self.b, self.frame.vars = ob, ov
+
+    @contextmanager
+    def traced_region(self):
+        self.traced_depth += 1
+        try:
+            yield
+        finally:
+            self.traced_depth -= 1
+
+    def run(self, stmts):
+        r = self.exec_block(stmts)
+        if r is None:
+            return None
+        return r[1]
+
+    def exec_block(self, stmts):
+        for s in stmts:
+            r = self.exec_stmt(s)
+            if r is not None:
+                return r
+        return None
+
+    def exec_stmt(self, s):
+        loc = self.src.loc(s)
+        self.loc = loc
+        self.b.loc = loc
+        try:
+            fn = getattr(self, "s_" + type(s).__name__, None)
+            if fn is None:
+                what = _UNSUPPORTED_STMT.get(type(s).__name__, type(s).__name__)
+                raise UnsupportedSyntaxError(f"{what} are not supported in staged code",
+                                             hint="move this code out of the staged function, or rewrite it with if/for/while and plain functions")
+            return fn(s)
+        except PullbackError as e:
+            if not e.hint:
+                e.hint = _DEFAULT_HINTS.get(type(e).__name__, "see the message above")
+                e.args = (e._render(),)
+            raise e.with_loc(loc)
+        except (NeedUnroll, control.LoopExit):
+            raise
+        except RecursionError:
+            raise StagingError("recursion too deep while staging", loc=loc,
+                               hint="recursion on a static value must terminate; recursion on traced data needs its base case first") from None
+        except Exception as e:  # an error in the user's Python-level code, or an internal one
+            if os.environ.get("PULLBACK_DEBUG"):
+                raise
+            err = StagingError(f"{type(e).__name__}: {e}", loc=loc,
+                               hint="this statement failed while staging (set PULLBACK_DEBUG=1 for the internal traceback)")
+            err.__cause__ = None
+            raise err from None
+        finally:
+            self.loc = loc
+            self.b.loc = loc
+
+    # -- statements ----------------------------------------------------------------
+    def s_Expr(self, s):
+        self.eval(s.value)
+
+    def s_Pass(self, s):
+        pass
+
+    def s_Assign(self, s):
+        b, start = self.b, len(self.b.stmts)
+        v = self.eval(s.value)
+        if len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) and isinstance(v, Traced):
+            v = self._rename(v, s.targets[0].id, b, start)
+        for t in s.targets:
+            self.assign(t, v)
+
+    def s_AnnAssign(self, s):
+        if s.value is not None:
+            self.assign(s.target, self.eval(s.value))
+
+    def s_AugAssign(self, s):
+        b, start = self.b, len(self.b.stmts)
+        rhs = self.eval(s.value)
+        t = s.target
+        if isinstance(t, ast.Name):
+            v = self.binop(type(s.op), self.lookup(t.id), rhs)
+            if isinstance(v, Traced):
+                v = self._rename(v, t.id, b, start)
+            self.assign(t, v)
+        elif isinstance(t, ast.Subscript):
+            base = self.eval(t.value)
+            key = self.eval(t.slice)
+            if _is_array(base) and (_has_traced(key) or isinstance(rhs, Traced) or isinstance(base, Traced)):
+                if isinstance(s.op, (ast.Add, ast.Sub)):
+                    v = rhs if isinstance(s.op, ast.Add) else self.unop(ast.USub, rhs)
+                    new = ops.setitem(self, base, key, v, mode="add")
+                else:
+                    cur = ops.getitem(self, base, key)
+                    new = ops.setitem(self, base, key, self.binop(type(s.op), cur, rhs))
+                self.assign(t.value, new)
+            else:
+                cur = self.subscript(base, key)
+                self.store_subscript(t, base, key, self.binop(type(s.op), cur, rhs))
+        else:
+            raise UnsupportedSyntaxError("augmented assignment to this target is not supported")
+
+    def s_Return(self, s):
+        v = None if s.value is None else self.eval(s.value)
+        if self.info is not None and self.frame is self.top_frame and self.info.first_return is _MISSING_RET:
+            self.info.first_return = v
+        return ("return", v)
+
+    def s_If(self, s):
+        return control.stage_if(self, s)
+
+    def s_For(self, s):
+        return control.stage_for(self, s)
+
+    def s_While(self, s):
+        return control.stage_while(self, s)
+
+    def s_Break(self, s):
+        raise UnsupportedSyntaxError("'break' outside a loop")
+
+    s_Continue = s_Break
+
+    def s_Assert(self, s):
+        v = self.eval(s.test)
+        if isinstance(v, Traced):
+            return
+        if not v:
+            msg = self.eval(s.msg) if s.msg is not None else ""
+            raise StagingError(f"assertion failed while staging{': ' + str(msg) if msg else ''}")
+
+    def s_Raise(self, s):
+        if self.traced_depth:
+            raise UnsupportedSyntaxError("'raise' inside a branch or loop that depends on traced data",
+                                         hint="raise only under conditions known at staging time (shapes, static arguments)")
+        exc = self.eval(s.exc) if s.exc is not None else None
+        raise StagingError(f"the staged function raised {exc!r}")
+
+    def s_FunctionDef(self, s):
+        if s.decorator_list:
+            raise UnsupportedSyntaxError("decorators on functions defined inside a staged function",
+                                         hint="define the decorated function at module level")
+        self.frame.vars[s.name] = self.make_closure(s, s.name)
+
+    def s_Import(self, s):
+        for a in s.names:
+            mod = importlib.import_module(a.name)
+            if a.asname:
+                self.frame.vars[a.asname] = mod
+            else:
+                self.frame.vars[a.name.split(".")[0]] = importlib.import_module(a.name.split(".")[0])
+
+    def s_ImportFrom(self, s):
+        mod = importlib.import_module(s.module)
+        for a in s.names:
+            self.frame.vars[a.asname or a.name] = getattr(mod, a.name)
+
+    def make_closure(self, node, name):
+        from .source import nested_source
+
+        args = node.args
+        defaults = [self.eval(d) for d in args.defaults]
+        kw_defaults = [None if d is None else self.eval(d) for d in args.kw_defaults]
+        return StagedClosure(node, self.frame, nested_source(node, self.src), defaults, kw_defaults, name)
+
+    # -- assignment ----------------------------------------------------------------
+    def assign(self, t, v):
+        if isinstance(t, ast.Name):
+            self.frame.vars[t.id] = v
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            self.unpack(t.elts, v)
+        elif isinstance(t, ast.Subscript):
+            base = self.eval(t.value)
+            key = self.eval(t.slice)
+            self.store_subscript(t, base, key, v)
+        elif isinstance(t, ast.Starred):
+            raise UnsupportedSyntaxError("starred assignment target outside a tuple")
+        elif isinstance(t, ast.Attribute):
+            raise UnsupportedSyntaxError("assigning to attributes is not supported in staged code",
+                                         hint="use local variables, or return the new value")
+        else:
+            raise UnsupportedSyntaxError(f"assignment to {type(t).__name__} is not supported")
+
+    def unpack(self, elts, v):
+        if isinstance(v, Traced):
+            if v.ndim == 0:
+                raise StagingError("cannot unpack a traced scalar")
+            items = [ops.getitem(self, v, k) for k in range(v.shape[0])]
+        elif isinstance(v, (Poisoned,)):
+            raise v.error()
+        else:
+            items = list(v)
+        stars = [i for i, e in enumerate(elts) if isinstance(e, ast.Starred)]
+        if stars:
+            k = stars[0]
+            nafter = len(elts) - k - 1
+            if len(items) < len(elts) - 1:
+                raise StagingError(f"not enough values to unpack (expected at least {len(elts) - 1}, got {len(items)})")
+            for e, x in zip(elts[:k], items[:k]):
+                self.assign(e, x)
+            self.assign(elts[k].value, items[k:len(items) - nafter])
+            for e, x in zip(elts[k + 1:], items[len(items) - nafter:]):
+                self.assign(e, x)
+            return
+        if len(items) != len(elts):
+            raise StagingError(f"cannot unpack {len(items)} values into {len(elts)} targets")
+        for e, x in zip(elts, items):
+            self.assign(e, x)
+
+    def store_subscript(self, t, base, key, v):
+        if _is_array(base) and (isinstance(base, Traced) or _has_traced(key) or isinstance(v, Traced)):
+            self.assign(t.value, ops.setitem(self, base, key, v))
+        elif isinstance(base, np.ndarray):
+            new = base.copy()
+            new[key] = v
+            self.assign(t.value, new)
+        elif isinstance(base, (list, dict)):
+            if _has_traced(key):
+                raise ConcreteNeeded("a Python list/dict is indexed with a traced value",
+                                     hint="use an array (np.array/np.stack) instead of a list, or make the index static")
+            base[key] = v
+        elif isinstance(base, tuple):
+            raise StagingError("tuples cannot be assigned to", hint="use a list or an array")
+        else:
+            raise UnsupportedSyntaxError(f"item assignment on {type(base).__name__} is not supported")
+
+    def _rename(self, v, name, b, start):
+        """Give the value just computed by this statement the user's variable name."""
+        a = v.atom
+        if b is not self.b:
+            return v
+        stmts = self.b.stmts
+        if len(stmts) > start and stmts[-1].pat == (a,) and _is_temp(a.name):
+            from ..ir.core import Var
+            nv = Var(self.b.supply.fresh(_hint(name)), a.type)
+            last = stmts[-1]
+            stmts[-1] = Let((nv,), last.exp, last.loc)
+            return Traced(nv)
+        return v
+
+    # -- names ----------------------------------------------------------------------
+    def lookup(self, name):
+        f = self.frame
+        while f is not None:
+            if name in f.vars:
+                v = f.vars[name]
+                if isinstance(v, Poisoned):
+                    raise v.error()
+                return v
+            if name in f.closure:
+                return f.closure[name]
+            if f.parent is None and name in f.globals:
+                return f.globals[name]
+            f = f.parent
+        if name == UNSET_NAME:
+            return UNSET
+        g = self.frame.globals
+        if name in g:
+            return g[name]
+        b = g.get("__builtins__", builtins)
+        b = b if isinstance(b, dict) else vars(b)
+        if name in b:
+            return b[name]
+        raise StagingError(f"name '{name}' is not defined",
+                           hint="define it before use (staged code resolves names like Python: locals, closure, module globals, builtins)")
+
+    # -- expressions -------------------------------------------------------------------
+    def eval(self, e):
+        fn = getattr(self, "e_" + type(e).__name__, None)
+        if fn is None:
+            what = _UNSUPPORTED_EXPR.get(type(e).__name__, type(e).__name__ + " expressions")
+            raise UnsupportedSyntaxError(f"{what} are not supported in staged code",
+                                         hint="rewrite it with lists/tuples, functions and for/while loops, "
+                                              "or compute it outside the staged function")
+        return fn(e)
+
+    def e_Constant(self, e):
+        return e.value
+
+    def e_Name(self, e):
+        return self.lookup(e.id)
+
+    def e_Tuple(self, e):
+        return tuple(self._elts(e.elts))
+
+    def e_List(self, e):
+        return list(self._elts(e.elts))
+
+    def _elts(self, elts):
+        out = []
+        for x in elts:
+            if isinstance(x, ast.Starred):
+                v = self.eval(x.value)
+                if isinstance(v, Traced):
+                    raise UnsupportedSyntaxError("star-unpacking a traced array",
+                                                 hint="index the array explicitly")
+                out.extend(v)
+            else:
+                out.append(self.eval(x))
+        return out
+
+    def e_Dict(self, e):
+        out = {}
+        for k, v in zip(e.keys, e.values):
+            if k is None:
+                out.update(self.eval(v))
+            else:
+                key = self.eval(k)
+                if isinstance(key, Traced):
+                    raise ConcreteNeeded("a traced value cannot be a dict key")
+                out[key] = self.eval(v)
+        return out
+
+    def e_BinOp(self, e):
+        return self.binop(type(e.op), self.eval(e.left), self.eval(e.right))
+
+    def binop(self, optype, a, b):
+        opname, pyop = BINOPS[optype]
+        if isinstance(a, Traced) or isinstance(b, Traced):
+            if opname is None:
+                raise UnsupportedSyntaxError("shift operators on traced values are not supported")
+            return ops.binary(self, opname, a, b)
+        return pyop(a, b)
+
+    def e_UnaryOp(self, e):
+        return self.unop(type(e.op), self.eval(e.operand))
+
+    def unop(self, optype, v):
+        if optype is ast.Not:
+            return ops.logical_not(self, v)
+        if not isinstance(v, Traced):
+            return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[optype](v)
+        if optype is ast.USub:
+            return ops.emit(self, "neg", v.atom)
+        if optype is ast.UAdd:
+            return v
+        if v.type.dtype == "bool":
+            return ops.emit(self, "not", v.atom)
+        raise UnsupportedSyntaxError("'~' on a non-boolean traced value is not supported")
+
+    def e_BoolOp(self, e):
+        is_and = isinstance(e.op, ast.And)
+        v = self.eval(e.values[0])
+        for nxt in e.values[1:]:
+            if not isinstance(v, Traced):
+                if bool(v) != is_and:  # short-circuit, Python semantics
+                    return v
+                v = self.eval(nxt)
+                continue
+            w = self.eval(nxt)
+            bv, bw = ops.to_bool(self, v), ops.to_bool(self, w)
+            if not isinstance(bw, Traced):
+                v = (bv if bw else False) if is_and else (True if bw else bv)
+            else:
+                v = ops.emit(self, "and" if is_and else "or", bv.atom, bw.atom)
+        return v
+
+    def e_Compare(self, e):
+        left = self.eval(e.left)
+        result = True
+        for op, right_node in zip(e.ops, e.comparators):
+            right = self.eval(right_node)
+            name, pyop = CMPOPS[type(op)]
+            if isinstance(left, Traced) or isinstance(right, Traced):
+                if name is None:
+                    if isinstance(op, (ast.Is, ast.IsNot)):
+                        r = pyop(left, right)
+                    else:
+                        raise ConcreteNeeded("'in' / 'not in' with a traced value")
+                else:
+                    r = ops.binary(self, name, left, right)
+            else:
+                r = pyop(left, right)
+            result = r if result is True else self._and(result, r)
+            if result is False:
+                return False
+            left = right
+        return result
+
+    def _and(self, a, b):
+        if not isinstance(a, Traced) and not isinstance(b, Traced):
+            return a and b
+        ba, bb = ops.to_bool(self, a), ops.to_bool(self, b)
+        if not isinstance(ba, Traced):
+            return bb if ba else False
+        if not isinstance(bb, Traced):
+            return ba if bb else False
+        return ops.emit(self, "and", ba.atom, bb.atom)
+
+    def e_IfExp(self, e):
+        return control.stage_ifexp(self, e)
+
+    def e_Attribute(self, e):
+        v = self.eval(e.value)
+        if isinstance(v, Traced):
+            return attribute(self, v, e.attr)
+        if isinstance(v, Poisoned):
+            raise v.error()
+        try:
+            return getattr(v, e.attr)
+        except AttributeError as ex:
+            raise StagingError(str(ex)) from None
+
+    def e_Subscript(self, e):
+        return self.subscript(self.eval(e.value), self.eval(e.slice))
+
+    def subscript(self, v, key):
+        if isinstance(v, Traced) or (isinstance(v, np.ndarray) and _has_traced(key)):
+            return ops.getitem(self, v, key)
+        if _has_traced(key):
+            raise ConcreteNeeded(f"a Python {type(v).__name__} is indexed with a traced value",
+                                 hint="make the container an array (np.array / np.stack), or pass the index as a static argument")
+        return v[key]
+
+    def e_Slice(self, e):
+        f = lambda x: None if x is None else self.eval(x)  # noqa: E731
+        return slice(f(e.lower), f(e.upper), f(e.step))
+
+    def e_Index(self, e):  # Python < 3.9
+        return self.eval(e.value)
+
+    def e_Call(self, e):
+        from .calls import call
+
+        fn = self.eval(e.func)
+        args = self._elts(e.args)
+        kwargs = {}
+        for kw in e.keywords:
+            if kw.arg is None:
+                kwargs.update(self.eval(kw.value))
+            else:
+                kwargs[kw.arg] = self.eval(kw.value)
+        return call(self, fn, args, kwargs)
+
+    def e_Lambda(self, e):
+        return self.make_closure(e, "<lambda>")
+
+    def e_NamedExpr(self, e):
+        v = self.eval(e.value)
+        self.assign(e.target, v)
+        return v
+
+    def e_JoinedStr(self, e):
+        parts = []
+        for p in e.values:
+            if isinstance(p, ast.FormattedValue):
+                v = self.eval(p.value)
+                if isinstance(v, Traced):
+                    raise ConcreteNeeded("formatting a traced value into a string",
+                                         hint="its value is only known when the compiled code runs")
+                spec = self.eval(p.format_spec) if p.format_spec is not None else ""
+                conv = {115: str, 114: repr, 97: ascii}.get(p.conversion, lambda x: x)
+                parts.append(format(conv(v), spec))
+            else:
+                parts.append(self.eval(p))
+        return "".join(parts)
+
+    def e_ListComp(self, e):
+        return self._comprehension(e, lambda: self.eval(e.elt), list)
+
+    def e_GeneratorExp(self, e):
+        return self._comprehension(e, lambda: self.eval(e.elt), list)
+
+    def e_DictComp(self, e):
+        return self._comprehension(e, lambda: (self.eval(e.key), self.eval(e.value)), dict)
+
+    def _comprehension(self, e, elt, kind):
+        out = []
+        saved = dict(self.frame.vars)
+
+        def go(gens):
+            if not gens:
+                out.append(elt())
+                return
+            g = gens[0]
+            it = self.eval(g.iter)
+            if isinstance(it, Traced) or _is_traced_iter(it):
+                raise UnsupportedSyntaxError("comprehensions over traced data are not supported",
+                                             hint="use a for loop, or iterate over range(len(x)) with static shapes")
+            for n, item in enumerate(it):
+                if n > control.UNROLL_LIMIT:
+                    raise StagingError("comprehension too long to unroll")
+                self.assign(g.target, item)
+                ok = True
+                for cond in g.ifs:
+                    c = ops.to_bool(self, self.eval(cond))
+                    if isinstance(c, Traced):
+                        raise UnsupportedSyntaxError("comprehension filters on traced values are not supported",
+                                                     hint="use np.where")
+                    if not c:
+                        ok = False
+                        break
+                if ok:
+                    go(gens[1:])
+
+        try:
+            go(e.generators)
+        finally:
+            cur = self.frame.vars
+            for k in list(cur):
+                if k not in saved:
+                    del cur[k]
+            cur.update(saved)
+        return dict(out) if kind is dict else out
+
+
+class _MissingRet:
+    def __repr__(self):
+        return "<no return yet>"
+
+
+_MISSING_RET = _MissingRet()
+
+
+def _is_array(v):
+    return isinstance(v, (Traced, np.ndarray))
+
+
+def _has_traced(key):
+    if isinstance(key, Traced):
+        return True
+    if isinstance(key, tuple):
+        return any(isinstance(k, Traced) or (isinstance(k, slice) and any(
+            isinstance(p, Traced) for p in (k.start, k.stop, k.step))) for k in key)
+    if isinstance(key, slice):
+        return any(isinstance(p, Traced) for p in (key.start, key.stop, key.step))
+    return False
+
+
+def _is_traced_iter(v):
+    return isinstance(v, control.TracedIterable)
+
+
+def _is_temp(name):
+    import re
+    return re.fullmatch(r"t(_\d+)?", name) is not None
+
+
+def _hint(name: str) -> str:
+    if name.startswith("__pb_"):
+        if name.startswith("__pb_brk"):
+            return "broke"
+        if name.startswith("__pb_cont"):
+            return "skip"
+        if name == "__pb_rf":
+            return "returned"
+        if name == "__pb_rv":
+            return "retval"
+    return name if name.isidentifier() else "t"
+
+
+__all__ = ["Interp", "Frame", "StagedClosure", "BoundMethod"]

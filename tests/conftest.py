@@ -1,0 +1,33 @@
+"""Test-session setup for pullback.
+
+- Puts ``src`` on ``sys.path`` when pullback is not installed.
+- Sets ``PULLBACK_CHECKS=1`` so the IR type checker runs after every pass.
+- Registers the ``slow`` marker (deselect with ``-m 'not slow'``).
+- Registers Hypothesis profiles: ``default`` (deadline off) and ``ci``
+  (derandomized); pick one with ``HYPOTHESIS_PROFILE=ci``.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+if importlib.util.find_spec("pullback") is None and os.path.isdir(_SRC):
+    sys.path.insert(0, _SRC)
+
+os.environ["PULLBACK_CHECKS"] = "1"
+
+try:
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile("default", deadline=None)
+    settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True,
+                              suppress_health_check=[HealthCheck.too_slow])
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+except ImportError:  # pragma: no cover - hypothesis is a dev dependency
+    pass
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: long-running tests (deselect with -m 'not slow')")
