@@ -27,7 +27,7 @@ def _derive(ctx, kind: str, fname: str) -> str:
     key = (kind, fname)
     if key not in memo:
         prog = Prog(tuple(ctx.funcs()), fname)
-        new, name = (vjp_prog if kind == "vjp" else jvp_prog)(prog, fname)
+        new, name = (vjp_prog if kind == "vjp" else jvp_prog)(prog, fname, fresh=ctx.fresh_func_name)
         have = {f.name for f in ctx.funcs()}
         for f in new.funcs:
             if f.name not in have:

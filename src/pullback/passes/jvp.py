@@ -19,8 +19,9 @@ from ..ir.prims import TABLE
 from ._common import differentiable, run_rule, zero_of
 
 
-def jvp_prog(prog: Prog, fname: str | None = None) -> tuple[Prog, str]:
-    t = _JVP(prog)
+def jvp_prog(prog: Prog, fname: str | None = None, fresh=None) -> tuple[Prog, str]:
+    """`fresh(hint) -> name`, if given, names the derived functions."""
+    t = _JVP(prog, fresh)
     name = t.func(fname or prog.entry)
     from ..ir.traverse import dce_func
 
@@ -36,8 +37,9 @@ def _maybe_check(prog):
 
 
 class _JVP:
-    def __init__(self, prog: Prog):
+    def __init__(self, prog: Prog, fresh=None):
         self.prog = prog
+        self.fresh = fresh
         self.done: dict[str, str] = {}
         self.new_funcs: list[Func] = []
         self.taken = {f.name for f in prog.funcs}
@@ -46,6 +48,8 @@ class _JVP:
         if name in self.done:
             return self.done[name]
         new = names.jvp_func(name)
+        if self.fresh is not None:
+            new = self.fresh(new)
         while new in self.taken:
             new += "_"
         self.taken.add(new)

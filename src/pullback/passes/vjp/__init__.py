@@ -27,8 +27,10 @@ from .adjoints import Adjoints
 from .body import fwd_body, rev_body
 
 
-def vjp_prog(prog: Prog, fname: str | None = None) -> tuple[Prog, str]:
-    ctx = RevContext(prog)
+def vjp_prog(prog: Prog, fname: str | None = None, fresh=None) -> tuple[Prog, str]:
+    """`fresh(hint) -> name`, if given, names the derived functions (the frontend
+    passes its own supply, which knows functions still being staged)."""
+    ctx = RevContext(prog, fresh)
     name = ctx.func(fname or prog.entry)
     from ...ir.traverse import dce_func
 
@@ -43,8 +45,9 @@ def vjp_prog(prog: Prog, fname: str | None = None) -> tuple[Prog, str]:
 class RevContext:
     """State of one run of the pass: derived functions made so far."""
 
-    def __init__(self, prog: Prog):
+    def __init__(self, prog: Prog, fresh=None):
         self.prog = prog
+        self.fresh = fresh
         self.done: dict[str, str] = {}
         self.new_funcs: list[Func] = []
         self.taken = {f.name for f in prog.funcs}
@@ -56,6 +59,8 @@ class RevContext:
         if name in self.done:
             return self.done[name]
         new = names.vjp_func(name)
+        if self.fresh is not None:
+            new = self.fresh(new)
         while new in self.taken:
             new += "_"
         self.taken.add(new)
