@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import pullback as pb
-from pullback.errors import MissingRuleError
 from pullback.pytree import flatten
 from pullback.testing import check_grads
 
@@ -87,43 +86,8 @@ def test_derivatives(m, backend, mode):
     order = getattr(m, "ORDER", 1)
     if backend == "pysource" and order == 2:
         order = 1  # second order on pysource runs in test_second_order_pysource (slow)
-    kw = dict(argnums=argnums, backend=backend, rtol=max(rtol, 1e-5), atol=max(atol, 1e-7))
-    try:
-        check_grads(f, args, modes=(mode,), order=order, rng=np.random.default_rng(0), **kw)
-    except MissingRuleError as e:
-        # Known limitation (docs/design.md, note [store-adjoints]): reverse-over-reverse
-        # through a loop is refused with a clear error. Check first order, and the
-        # second order by forward-over-reverse, which is what the error recommends.
-        assert mode == "rev" and order == 2 and "loop of derivative code" in str(e), e
-        check_grads(f, args, modes=("rev",), order=1, rng=np.random.default_rng(0), **kw)
-        _check_hessian_fwd_over_rev(f, args, argnums, backend, kw["rtol"], kw["atol"])
-
-
-def _check_hessian_fwd_over_rev(f, args, argnums, backend, rtol, atol):
-    rng = np.random.default_rng(1)
-    n = argnums[0]
-    x = np.asarray(args[n], dtype=float)
-    v = rng.normal(size=x.shape)
-    g = pb.grad(f, argnums=n, backend=backend)
-
-    def at(y):
-        a = list(args)
-        a[n] = y if x.shape else float(y)
-        return g(*a)
-
-    tangents = tuple(v if i == n else _zero(a) for i, a in enumerate(args))
-    _, hv = pb.jvp(g, tuple(args), tangents, backend=backend)
-    eps = 1e-5
-    fd = (np.asarray(at(x + eps * v)) - np.asarray(at(x - eps * v))) / (2 * eps)
-    np.testing.assert_allclose(hv, fd, rtol=max(rtol, 1e-4), atol=max(atol, 1e-6))
-
-
-def _zero(a):
-    if isinstance(a, np.ndarray):
-        return np.zeros_like(a)
-    if isinstance(a, float):
-        return 0.0
-    return a
+    check_grads(f, args, modes=(mode,), order=order, argnums=argnums, backend=backend,
+                rtol=max(rtol, 1e-5), atol=max(atol, 1e-7), rng=np.random.default_rng(0))
 
 
 @pytest.mark.slow

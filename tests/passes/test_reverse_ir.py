@@ -80,3 +80,18 @@ def test_undo_log_stores_elements_written_not_arrays(n):
     interp.run(vp, np.linspace(0.1, 1, n), 1.0, fname=vn, meter=m)
     # one overwritten f64 element per iteration (the index is the loop index, recomputed)
     assert m.peak == n * 8
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reverse_over_reverse_through_loops(backend):
+    """vjp of a vjp whose forward loop pushes and whose reverse loop pops stores."""
+    run = _run(backend)
+    prog = inplace_recurrence(4)
+    x = np.array([1.5, 1.2, -1.3, 1.8])
+    v = np.array([0.3, -0.2, 0.5, 0.1])
+    vp, vn = vjp_prog(prog)
+    vp2, vn2 = vjp_prog(vp, vn)
+    m = interp.Meter()
+    hv = run(vp2, x, 4, 1.0, 0.0, v, fname=vn2)[2]
+    grad = lambda y: run(vp, y, 4, 1.0, fname=vn)[1]
+    np.testing.assert_allclose(hv, fd(grad, x, v, 1e-5), rtol=1e-5, atol=1e-8)

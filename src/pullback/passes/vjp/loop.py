@@ -46,6 +46,7 @@ class LoopTape:
     count: object                 # trip count atom
     saved: dict = field(default_factory=dict)     # param -> final store var
     undo: dict = field(default_factory=dict)      # param -> [UndoEntry] in execution order
+    stores: dict = field(default_factory=dict)    # store param -> [(op, undo store of popped values or None)]
 
 
 def _update_chains(body, params) -> dict:
@@ -69,15 +70,33 @@ def _update_chains(body, params) -> dict:
     return chains
 
 
+def _store_chains(st, body, params) -> dict:
+    """store param -> its `store_push`/`store_pop` statements, in order (note [store-adjoints])."""
+    defs = {v: s for s in body.stmts for v in s.pat}
+    chains = {}
+    for p, r in zip(params, body.result):
+        if not isinstance(p.type, StoreType):
+            continue
+        chain, cur = [], r
+        while cur != p:
+            d = defs.get(cur)
+            if d is None or not isinstance(d.exp, Prim) or d.exp.op not in ("store_push", "store_pop") \
+                    or d.pat[0] != cur:
+                raise MissingRuleError(
+                    "reverse mode through this loop of derivative code is not supported "
+                    "(its store is not threaded through the body)", loc=st.loc,
+                    hint="for second derivatives use pb.hessian or pb.jvp of pb.grad (forward-over-reverse)")
+            chain.append(d)
+            cur = d.exp.args[0]
+        chains[p] = list(reversed(chain))
+    return chains
+
+
 def fwd(ctx, b, st) -> LoopTape:
     e = st.exp
-    for p in e.params:
-        if isinstance(p.type, StoreType):
-            raise MissingRuleError(
-                "reverse mode through a loop of derivative code (a loop that carries a store) is not supported yet",
-                loc=st.loc,
-                hint="for second derivatives use pb.hessian or pb.jvp of pb.grad (forward-over-reverse)")
+    schains = _store_chains(st, e.body, e.params)
     chains = _update_chains(e.body, e.params)
+    chains.update(schains)
     sb = b.child()
     new_params, new_init, new_res, extra_pat = [], [], [], []
     tape = LoopTape(count=e.form.bound if isinstance(e.form, ForForm) else None)
@@ -102,7 +121,21 @@ def fwd(ctx, b, st) -> LoopTape:
         cur[prm] = sb.emit("store_push", cur[prm], p, name=prm.name)
     undo_prms = {}
     update_stmts = {id(u): p for p, ch in chains.items() for u in ch}
+    store_undo = {}
+    for p, ch in schains.items():
+        entries = []
+        for u in ch:
+            if u.exp.op == "store_pop":
+                uinit, uprm = store(names.undo(p.name), p.type.elem)
+                new_params.append(uprm)
+                new_init.append(uinit)
+                entries.append((u, uprm))
+            else:
+                entries.append((u, None))
+        store_undo[p] = entries
     for p, ch in chains.items():
+        if p in schains:
+            continue
         entries = []
         for u in ch:
             ue = u.exp
@@ -122,6 +155,7 @@ def fwd(ctx, b, st) -> LoopTape:
             entries.append((u, oprm, idx))
         undo_prms[p] = entries
     by_stmt = {id(u): (oprm, idx) for entries in undo_prms.values() for u, oprm, idx in entries}
+    pop_undo = {id(u): uprm for entries in store_undo.values() for u, uprm in entries if uprm is not None}
     for s in e.body.stmts:
         if id(s) in by_stmt:
             oprm, idx = by_stmt[id(s)]
@@ -133,6 +167,9 @@ def fwd(ctx, b, st) -> LoopTape:
                 if isinstance(ip, Var) and isinstance(ip.type, StoreType):
                     cur[ip] = sb.emit("store_push", cur.get(ip, ip), a, name=ip.name)
         sb.stmts.append(s)
+        if id(s) in pop_undo:
+            uprm = pop_undo[id(s)]
+            cur[uprm] = sb.emit("store_push", cur.get(uprm, uprm), s.pat[1], name=uprm.name)
     count_prm = None
     if isinstance(e.form, WhileForm):
         count_prm = sb.fresh("trips", I64)
@@ -151,6 +188,8 @@ def fwd(ctx, b, st) -> LoopTape:
         tape.undo[p] = [UndoEntry(u.exp.p["spec"], final_of[oprm],
                                   [final_of.get(i, i) if isinstance(i, Var) else i for i in idx])
                         for u, oprm, idx in entries]
+    for p, entries in store_undo.items():
+        tape.stores[p] = [(u.exp.op, final_of[uprm] if uprm is not None else None) for u, uprm in entries]
     if count_prm is not None:
         tape.count = final_of[count_prm]
     return tape
@@ -186,8 +225,12 @@ def rev(ctx, b, st, adj, tape: LoopTape) -> None:
                                           for x in [en.old] + [i for i in en.idx
                                                                if isinstance(i, Var) and i != index]]:
         stores[s] = rb.fresh(s.name, s.type)
-    cur_arr = {p: rb.fresh(p.name, p.type) for p in tape.undo}
-    cur_arr_init = {p: outs[e.params.index(p)] for p in tape.undo}
+    for ents in tape.stores.values():
+        for _, u in ents:
+            if u is not None:
+                stores[u] = rb.fresh(u.name, u.type)
+    cur_arr = {p: rb.fresh(p.name, p.type) for p in list(tape.undo) + list(tape.stores)}
+    cur_arr_init = {p: outs[e.params.index(p)] for p in cur_arr}
     # body of the reverse loop
     cur = dict(stores)   # outer store var -> current value inside the body
     restored = {}
@@ -213,6 +256,9 @@ def rev(ctx, b, st, adj, tape: LoopTape) -> None:
             cur[en.old], old = rb.emit_multi("store_pop", cur[en.old], name="old")
             a = rb.emit("index_update", a, old, *idx, spec=en.spec, mode="set", name=p.name)
         restored[p] = a
+    popped = {}
+    for p, ents in tape.stores.items():
+        restored[p] = _undo_store(rb, cur_arr[p], ents, cur, popped.setdefault(p, {}))
     for p in e.params:
         if p in ctx.varied:
             ctx.varied.add(restored[p])
@@ -227,12 +273,16 @@ def rev(ctx, b, st, adj, tape: LoopTape) -> None:
         if isinstance(r, Var) and r in ctx.varied:
             inner.add(r, pa[i])
     rev_body(ctx, rb, body, inner, tapes)
+    # the re-executed body changed the (mutable) stores again: bring them back to the start state
+    store_back = {p: _undo_store(rb, body.result[e.params.index(p)], ents, cur, popped[p])
+                  for p, ents in tape.stores.items()}
     new_pa = [inner.get_or_zero(restored[e.params[i]], rb) for i in act]
     new_fa = [inner.get(v) for v in fvs]
     params = [pa[i] for i in act] + [fa[v] for v in fvs] + list(stores.values()) + list(cur_arr.values())
     init = [pa_init[i] for i in act] + [fa_init[v] for v in fvs] + list(stores.keys()) + \
-           [cur_arr_init[p] for p in tape.undo]
-    res = new_pa + new_fa + [cur[s] for s in stores] + [restored[p] for p in tape.undo]
+           [cur_arr_init[p] for p in cur_arr]
+    res = new_pa + new_fa + [cur[s] for s in stores] + [restored[p] for p in tape.undo] + \
+        [store_back[p] for p in tape.stores]
     rbody = rb.body(res)
     names_out = [p.name for p in params]
     outs_rev = b.for_loop(params, init, k, n, rbody, names=names_out)
@@ -242,3 +292,21 @@ def rev(ctx, b, st, adj, tape: LoopTape) -> None:
     for j, i in enumerate(act):
         if isinstance(e.init[i], Var) and e.init[i] in ctx.varied:
             adj.add(e.init[i], outs_rev[j])
+
+
+def _undo_store(rb, s, ents, cur, popped):
+    """Undo one iteration's pushes and pops on store `s` (in reverse order).
+
+    The values the iteration popped come from its undo store the first time
+    (and are remembered in `popped`), so the second undo, after re-execution,
+    reuses them.
+    """
+    for j in range(len(ents) - 1, -1, -1):
+        op, u = ents[j]
+        if op == "store_push":
+            s, _ = rb.emit_multi("store_pop", s, name=s.name)
+        else:
+            if j not in popped:
+                cur[u], popped[j] = rb.emit_multi("store_pop", cur[u], name="popped")
+            s = rb.emit("store_push", s, popped[j], name=s.name)
+    return s
