@@ -108,10 +108,10 @@ def _update_vjp(b, args, outs, cts, need, spec, mode):
     x, v, *idx = args
     (ct,) = cts
     gx = gv = None
+    if need[1]:  # read the region before it is cleared, so the clear can be done in place
+        gv = unbroadcast(b, b.index(ct, *idx, spec=spec), v.type)
     if need[0]:
         gx = ct if mode == "add" else b.index_update(ct, b.const(0.0, ct.type.dtype), *idx, spec=spec, mode="set")
-    if need[1]:
-        gv = unbroadcast(b, b.index(ct, *idx, spec=spec), v.type)
     return [gx, gv] + [None] * len(idx)
 
 
