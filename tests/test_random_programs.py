@@ -106,9 +106,21 @@ def check_program(gp: GenProgram, seed: int, order2: bool = False):
         _close(tan, want, 1e-8, 1e-8 * scale, f"pb.jvp tangent vs <grad, v> (backend={b})", gp, args)
 
     if order2:
-        from pullback.testing import check_grads
+        check_second_order(f, args, scale, seed)
 
-        check_grads(f, args, order=2, backend="interp", rtol=1e-4, atol=1e-5 * scale, rng=seed)
+
+def check_second_order(f, args, scale, seed):
+    """forward-over-reverse and reverse-over-forward (DESIGN.md, testing principles)."""
+    from pullback import testing
+
+    rng = np.random.default_rng(seed)
+    tol = dict(rtol=1e-4, atol=1e-5 * scale, backend="interp", rng=rng)
+    u = testing.random_cotangent(f(*_copy(args)), rng)
+    f_vjp = testing._vjp_derivative(f, u, len(args), "interp")
+    testing.check_grads(f_vjp, args, modes=("fwd",), order=1, err_msg="VJP", **tol)
+    v = testing.random_tangents(args, rng)
+    f_jvp = testing._jvp_derivative(f, v, len(args), "interp")
+    testing.check_grads(f_jvp, args, modes=("rev",), order=1, err_msg="JVP", **tol)
 
 
 # -- the generator itself ---------------------------------------------------------------
@@ -146,6 +158,11 @@ def test_generator_produces_every_construct():
 def test_fixed_random_programs(seed):
     """A few fixed programs: quick to rerun and to debug (python tests/_progen.py N prints them)."""
     check_program(random_program(seed), seed)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fixed_random_programs_second_order(seed):
+    check_program(random_program(seed, max_stmts=4), seed, order2=True)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

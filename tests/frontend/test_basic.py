@@ -306,3 +306,20 @@ def test_nested_def_closure_over_traced():
         return g(x) + g(x, scale=3.0)
 
     check(f, 1.5, 2.0)
+
+
+def test_pairwise_gather_and_diag():
+    def f(x, labels):
+        picked = x[np.arange(3), labels]
+        return picked, np.diag(x[:, :3]), np.diag(x[0, :3])
+
+    check(f, X, np.array([0, 3, 1]))
+
+
+def test_row_swap_with_traced_index_list():
+    def f(a, p):
+        u = a.copy()
+        u[[0, p]] = u[[p, 0]]
+        return u
+
+    check(f, X, 2)

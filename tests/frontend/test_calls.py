@@ -261,3 +261,13 @@ def test_reversed_range_is_loop():
 
     st = check(f, np.arange(4.0))
     assert "ForForm" in ops_of(st)
+
+
+def powv(x, n):
+    if n == 0:
+        return 1.0
+    return x * powv(x, n - 1)
+
+
+def test_recursion_scalar_base_case_broadcasts():
+    check(powv, np.array([1.0, 2.0, 3.0]), 3)

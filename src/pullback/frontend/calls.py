@@ -138,7 +138,7 @@ def call(st, fn, args, kwargs):
         return call_closure(st, fn, args, kwargs)
     if not isinstance(fn, type) and hasattr(fn, "__pullback_stage__"):
         return fn.__pullback_stage__(StagingContext(st), tuple(args), dict(kwargs))
-    traced = _any_traced(args, kwargs)
+    traced = _any_traced(args, kwargs) or any(isinstance(a, control.TracedIterable) for a in args)
     if fn is builtins.range and traced:
         return control.traced_range(st, args)
     if fn is builtins.enumerate and traced:
@@ -392,6 +392,8 @@ def _check_returnable(x, name, src, loc):
 
 def _join_types(t, u, name, src, loc):
     from ..ir.types import promote
+    if t.shape != u.shape and (t.shape == () or u.shape == ()):
+        return TensorType(promote(t.dtype, u.dtype), t.shape or u.shape)
     if t.shape != u.shape:
         raise StagingError(f"the recursive function '{name}' returns shape {t.shape} in its base case and "
                            f"{u.shape} elsewhere", loc=src.loc(src.node) if src else loc)

@@ -100,6 +100,8 @@ class Merger:
                                       f"{self.line}, whose condition is traced", strict,
                                 "only numbers and arrays can differ between traced branches")
         ta, tc = leaf_type(a), leaf_type(c)
+        if ta.shape != tc.shape and (ta.shape == () or tc.shape == ()):
+            return self._slot(name, a, c, shape=ta.shape or tc.shape)  # a scalar broadcasts
         if ta.shape != tc.shape:
             msg = (f"'{name}' has shape {ta.shape} in one branch and {tc.shape} in the other branch of the `if` "
                    f"at line {self.line}, whose condition is traced")
@@ -108,15 +110,19 @@ class Merger:
             return Poisoned(name, msg, "both branches must produce the same shape")
         return self._slot(name, a, c)
 
-    def _slot(self, name, a, c):
+    def _slot(self, name, a, c, shape=None):
         ref = c if a is None else a
-        other = a if c is None else c
         dt = join_dtype(a, c) if a is not None and c is not None else leaf_type(ref).dtype
         t = leaf_type(ref).with_dtype(dt)
+        if shape is not None:
+            t = t.with_shape(shape)
         z = Const(0, TensorType(dt)) if not t.shape else None
         aa = to_atom(self.b1, a, dt) if a is not None else (z or self.b1.zeros(t))
         cc = to_atom(self.b2, c, dt) if c is not None else (z or self.b2.zeros(t))
-        del other
+        if aa.type.shape != t.shape:
+            aa = self.b1.emit("broadcast_to", aa, shape=t.shape)
+        if cc.type.shape != t.shape:
+            cc = self.b2.emit("broadcast_to", cc, shape=t.shape)
         self.r1.append(aa)
         self.r2.append(cc)
         self.names.append(_name_hint(name))

@@ -513,3 +513,19 @@ def describe(fn) -> str:
 _reg(np.ndim)(lambda st, a: leaf_type(a).ndim)
 _reg(np.shape)(lambda st, a: leaf_type(a).shape)
 _reg(np.size)(lambda st, a, axis=None: leaf_type(a).size if axis is None else leaf_type(a).shape[axis])
+
+
+@_reg(np.diag)
+def _diag(st, v, k=0):
+    t = leaf_type(v)
+    if k != 0:
+        raise StagingError("np.diag with k != 0 is not supported")
+    if t.ndim == 1:
+        n = t.shape[0]
+        eye = Const(np.eye(n), TensorType(t.dtype if t.is_float else "f64", (n, n)))
+        return ops.binary(st, "mul", ops.reshape(st, v, (1, n)), Traced(eye))
+    if t.ndim == 2:
+        n, m = t.shape
+        idx = Const(np.arange(min(n, m), dtype=np.int64) * (m + 1), TensorType("i64", (min(n, m),)))
+        return ops.emit(st, "take", ops.reshape(st, v, (-1,)).atom, idx, axis=0)
+    raise ShapeError("np.diag needs a 1-d or 2-d array")

@@ -394,6 +394,8 @@ def _int_index(st, k, d):
 
 
 def _index_array_atom(st, k):
+    if isinstance(k, list) and any(isinstance(x, Traced) for x in k):
+        return cast(st, array(st, k), "i64").atom
     if isinstance(k, list):
         k = np.asarray(k)
     if isinstance(k, np.ndarray):
@@ -411,11 +413,23 @@ def _plan(st, x: Traced, key):
     """(spec, index atoms, output shape incl. new axes, has_newaxis, take info)."""
     ents = _expand_key(key, x.ndim)
     adv = [i for i, k in enumerate(ents) if _is_index_array(k)]
+    if len(adv) > 1 and adv == list(range(len(adv))) and all(
+            isinstance(k, slice) and k == slice(None) for k in ents[len(adv):]):
+        # x[i0, i1, ...] with integer arrays on the leading dims: a gather on the flattened dims
+        shape = x.shape
+        lin = None
+        for j in adv:
+            ij = _index_array_atom(st, ents[j])
+            stride = int(np.prod(shape[j + 1:len(adv)], dtype=np.int64))
+            term = Traced(ij) if stride == 1 else emit(st, "mul", ij, Const(stride, TensorType("i64")))
+            lin = term if lin is None else binary(st, "add", lin, term)
+        flat = reshape(st, x, (int(np.prod(shape[:len(adv)], dtype=np.int64)),) + tuple(shape[len(adv):]))
+        return None, None, None, False, (0, lin.atom, flat)
     if adv:
         if len(adv) > 1 or any(not (isinstance(k, slice) and k == slice(None)) for i, k in enumerate(ents) if i != adv[0]):
             raise UnsupportedSyntaxError("integer-array indexing is supported only as x[idx] or x[:, idx] (all other entries full slices)",
                                          hint="use np.take or index in two steps")
-        return None, None, None, False, (adv[0], _index_array_atom(st, ents[adv[0]]))
+        return None, None, None, False, (adv[0], _index_array_atom(st, ents[adv[0]]), x)
     spec, args, out_shape = [], [], []
     dim = 0
     newaxis = False
@@ -445,8 +459,8 @@ def getitem(st, x, key):
         raise ShapeError("cannot index a scalar", hint="scalars have no dimensions to index")
     spec, args, out_shape, newaxis, take = _plan(st, x, key)
     if take is not None:
-        axis, idx = take
-        return emit(st, "take", x.atom, idx, axis=axis)
+        axis, idx, src = take
+        return emit(st, "take", src.atom, idx, axis=axis)
     r = emit(st, "index", x.atom, *args, spec=spec) if spec else x
     if newaxis:
         r = reshape(st, r, out_shape)
@@ -462,7 +476,20 @@ def setitem(st, x, key, value, mode="set"):
     spec, args, out_shape, newaxis, take = _plan(st, x, key)
     v = atom(st, value, x.type.dtype)
     if take is not None:
-        axis, idx = take
+        axis, idx, src = take
+        if src is not x:
+            raise UnsupportedSyntaxError("assigning through several integer index arrays is not supported",
+                                         hint="use a loop with scalar indices")
+        if mode != "add" and axis == 0 and idx.type.ndim == 1 and idx.type.shape[0] <= 1000:
+            # x[idx] = v: one row update per index, in order (the last write wins, as in NumPy)
+            n = idx.type.shape[0]
+            vt = broadcast_to(st, Traced(v), (n,) + x.shape[1:])
+            out = x
+            for k in range(n):
+                ik = emit(st, "index", idx, Const(k, TensorType("i64")), spec=(("d",),))
+                vk = emit(st, "index", vt.atom, Const(k, TensorType("i64")), spec=(("d",),))
+                out = emit(st, "index_update", out.atom, vk.atom, ik.atom, spec=(("d",),), mode="set")
+            return out
         if mode != "add":
             raise UnsupportedSyntaxError("assigning through an integer index array is not supported",
                                          hint="use `x[idx] += v` (accumulates), or a loop with scalar indices")

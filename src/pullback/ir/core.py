@@ -30,6 +30,7 @@ class SrcLoc:
     file: str
     line: int
     text: str = ""
+    role: str = ""   # "" for primal code; "adjoint" for return-sweep code (provenance comments)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"

@@ -24,6 +24,12 @@ def adjoint(name: str) -> str:
     return base(name) + "_adj"
 
 
+def result_adjoint(name: str) -> str:
+    """The cotangent parameter of a function result: ``y_adj``, or ``out_adj`` for a temporary."""
+    stem = base(name)
+    return adjoint(stem) if stem and stem not in ("t", "r") else "out_adj"
+
+
 def saved(name: str) -> str:
     return base(name) + "_saved"
 

@@ -29,6 +29,8 @@ def _cost_in(ts, outs, **p):
 def _expand(b, v, x, axes):
     """Broadcast a reduced value back to the shape of x."""
     kd = keepdims_shape(x.type.shape, axes)
+    if v.type.shape == () and kd != ():
+        return b.broadcast_to(v, shape=tuple(x.type.shape))
     if tuple(v.type.shape) != kd:
         v = b.reshape(v, shape=kd)
     if kd != tuple(x.type.shape):

@@ -85,7 +85,7 @@ class RevContext:
         for r in f.body.result:
             if not differentiable(r.type):
                 continue
-            ct = b.fresh(names.adjoint(r.name) if isinstance(r, Var) else "out_adj", r.type)
+            ct = b.fresh(names.result_adjoint(r.name if isinstance(r, Var) else ""), r.type)
             ct_params.append(ct)
             if isinstance(r, Var) and r in self.varied:
                 adj.add(r, ct)

@@ -8,6 +8,8 @@ the adjoint environment `adj`.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from ...ir.core import Apply, If, Loop, Prim
 
 
@@ -27,7 +29,7 @@ def rev_body(ctx, b, body, adj, tapes) -> None:
     from . import call, if_, loop, prim
 
     for st in reversed(body.stmts):
-        b.loc = st.loc
+        b.loc = dataclasses.replace(st.loc, role="adjoint") if st.loc is not None else None
         e = st.exp
         if isinstance(e, Prim):
             prim.rev(ctx, b, st, adj)
