@@ -172,7 +172,8 @@ def numerical_jvp(f: Callable, args: Sequence, tangents: Sequence, eps: float = 
             for a, d in zip(xl, tl):
                 if is_float_leaf(a) and d is not None:
                     val = np.asarray(a, dtype=np.float64) + sign * eps * np.asarray(d, dtype=np.float64)
-                    new.append(_like(a, val))
+                    # float32 inputs are evaluated in float64, so the differences are a precise reference
+                    new.append(val if np.asarray(a).dtype == np.float32 else _like(a, val))
                 else:
                     new.append(_copy(a))
             out.append(unflatten(xt, new))
@@ -186,7 +187,7 @@ def numerical_jvp(f: Callable, args: Sequence, tangents: Sequence, eps: float = 
     for a, b in zip(hl, ll):
         if is_float_leaf(a):
             d = (np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)) / (2 * eps)
-            res.append(_like(a, d) if not isinstance(a, np.ndarray) else d.astype(a.dtype))
+            res.append(_like(a, d) if not isinstance(a, np.ndarray) else d)
         else:
             res.append(_zero_like(a))
     return unflatten(ht, res)
