@@ -10,8 +10,6 @@ perturbations (note [nesting] in docs/design.md).
 """
 from __future__ import annotations
 
-import weakref
-
 from .errors import NonDifferentiableError, PullbackError
 from .ir.core import Const, ForForm, Prog, Var
 from .ir.types import F64, I64, TensorType
@@ -19,11 +17,8 @@ from .passes.jvp import jvp_prog
 from .passes.vjp import vjp_prog
 from .pytree import TreeDef, flatten, unflatten
 
-_MEMO: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def _derive(ctx, kind: str, fname: str) -> str:
-    memo = _MEMO.setdefault(ctx, {})
+    memo = ctx.memo.setdefault("derived", {})
     key = (kind, fname)
     if key not in memo:
         prog = Prog(tuple(ctx.funcs()), fname)

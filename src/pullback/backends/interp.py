@@ -17,6 +17,9 @@ from ..ir.prims import TABLE
 from ..ir.prims import stores as _stores
 
 
+_NP_SCALAR = {"f64": np.float64, "f32": np.float32, "i64": np.int64, "bool": np.bool_}
+
+
 class Meter:
     """Counts live store bytes and remembers the peak."""
 
@@ -47,7 +50,8 @@ class Interpreter:
 
     def atom(self, a, env):
         if isinstance(a, Const):
-            return a.value
+            # a scalar constant has its declared dtype (an f32 constant stays f32)
+            return a.value if a.type.shape else _NP_SCALAR[a.type.dtype](a.value)
         return env[a]
 
     def body(self, body, env):

@@ -65,6 +65,7 @@ class ProgramState:
     cache: dict = field(default_factory=dict)  # key -> FuncEntry
     in_progress: dict = field(default_factory=dict)  # key -> InProgress
     names: NameSupply = field(default_factory=NameSupply)
+    memo: dict = field(default_factory=dict)  # for hooks: e.g. derived functions made so far
 
     def add(self, func: Func, extra=False):
         self.names.reserve(func.name)
@@ -501,6 +502,11 @@ class StagingContext:
     @property
     def loc(self):
         return self._st.loc
+
+    @property
+    def memo(self) -> dict:
+        """A dict that lives as long as the program being staged (hooks memoise derived functions here)."""
+        return self._st.state.memo
 
     @property
     def state(self) -> ProgramState:

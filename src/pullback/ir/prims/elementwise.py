@@ -106,10 +106,7 @@ def binary(name, fn, partials=None, *, zero_deriv=False, out_dtype=None, operand
         with np.errstate(all="ignore"):
             r = fn(x, y)
         if out_dtype is None:
-            dx, dy = _dt(x), _dt(y)
-            if dx is None or dy is None:  # a Python scalar constant is weakly typed
-                return r
-            want = np_dtype(promote(dx, dy))
+            want = np_dtype(promote(_dt(x), _dt(y)))
             if np.asarray(r).dtype != want:
                 r = np.asarray(r).astype(want)[()]
         return r
@@ -141,9 +138,6 @@ def binary(name, fn, partials=None, *, zero_deriv=False, out_dtype=None, operand
 
 
 def _dt(v):
-    """The IR dtype of a runtime value, or None for a (weakly typed) Python scalar."""
-    if isinstance(v, (bool, int, float)):
-        return None
     from ..types import dtype_of_np
     return dtype_of_np(np.asarray(v).dtype)
 
