@@ -327,7 +327,7 @@ def test_provenance_comments():
     y_adj = b.cos(x, name="y_adj")
     b.stmts[-1] = Let(b.stmts[-1].pat, b.stmts[-1].exp, SrcLoc("/home/u/model.py", 12, "y = np.sin(x) * a"))
     x_adj = b.mul(y_adj, y, name="x_adj")
-    b.stmts[-1] = Let(b.stmts[-1].pat, b.stmts[-1].exp, SrcLoc("/home/u/model.py", 11, "x = x + 1"))
+    b.stmts[-1] = Let(b.stmts[-1].pat, b.stmts[-1].exp, SrcLoc("/home/u/model.py", 11, "x = x + 1", role="adjoint"))
     f = Func("f_vjp", (x,), b.body([x_adj]), (V3,))
     src = pysource.emit_prog(Prog((f,), "f_vjp"))
     lines = [l.strip() for l in src.splitlines()]

@@ -382,16 +382,14 @@ class _FuncEmitter:
         loc = st.loc
         if loc is None:
             return
-        key = (loc.file, loc.line)
+        role = getattr(loc, "role", "")
+        key = (loc.file, loc.line, role)
         if key == self.last_loc:
             return
         self.last_loc = key
-        from ..ir.names import base
-
-        adj = any(base(v.name).endswith("_adj") for v in st.pat)
         text = (getattr(loc, "text", "") or "").strip()
         where = f"{os.path.basename(str(loc.file))}:{loc.line}"
-        self.line(depth, f"# {'adjoint of ' if adj else ''}{where}" + (f": {text}" if text else ""))
+        self.line(depth, f"# {role + ' of ' if role else ''}{where}" + (f": {text}" if text else ""))
 
     # -- functions ----------------------------------------------------------------
     def func(self) -> list[str]:

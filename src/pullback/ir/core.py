@@ -60,10 +60,8 @@ class Const:
         self.type = type
 
     def _key(self):
-        v = self.value
-        if isinstance(v, np.ndarray):
-            return (self.type, v.tobytes())
-        return (self.type, v)
+        # compare bit patterns, so NaN equals NaN and 0.0 differs from -0.0
+        return (self.type, np.asarray(self.value).tobytes())
 
     def __eq__(self, other):
         return isinstance(other, Const) and self._key() == other._key()

@@ -23,9 +23,9 @@ def jvp_prog(prog: Prog, fname: str | None = None, fresh=None) -> tuple[Prog, st
     """`fresh(hint) -> name`, if given, names the derived functions."""
     t = _JVP(prog, fresh)
     name = t.func(fname or prog.entry)
-    from ..ir.traverse import dce_func
+    from .simplify import simplify_func
 
-    out = prog.with_funcs(list(prog.funcs) + [dce_func(f) for f in t.new_funcs])
+    out = prog.with_funcs(list(prog.funcs) + [simplify_func(f) for f in t.new_funcs])
     _maybe_check(out)
     return out, name
 

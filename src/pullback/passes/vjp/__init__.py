@@ -32,10 +32,10 @@ def vjp_prog(prog: Prog, fname: str | None = None, fresh=None) -> tuple[Prog, st
     passes its own supply, which knows functions still being staged)."""
     ctx = RevContext(prog, fresh)
     name = ctx.func(fname or prog.entry)
-    from ...ir.traverse import dce_func
+    from ..simplify import simplify_func
 
     # dead code: primal values that re-executed forward sweeps compute but no adjoint reads
-    out = prog.with_funcs(list(prog.funcs) + [dce_func(f) for f in ctx.new_funcs])
+    out = prog.with_funcs(list(prog.funcs) + [simplify_func(f) for f in ctx.new_funcs])
     from ...ir import typecheck
 
     typecheck.maybe_check(out, "vjp")

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 from ...errors import MissingRuleError
 from ...ir import names
-from ...ir.core import Const, ForForm, Let, Loop, Prim, Var, WhileForm
-from ...ir.traverse import free_vars, rename_body
+from ...ir.core import Body, Const, ForForm, Let, Loop, Prim, Var, WhileForm
+from ...ir.traverse import dce, free_vars, rename_body
 from ...ir.types import I64, StoreType, TensorType
 from .._common import differentiable
 from ..activity import mark_body
@@ -47,6 +47,8 @@ class LoopTape:
     saved: dict = field(default_factory=dict)     # param -> final store var
     undo: dict = field(default_factory=dict)      # param -> [UndoEntry] in execution order
     stores: dict = field(default_factory=dict)    # store param -> [(op, undo store of popped values or None)]
+    save_param: dict = field(default_factory=dict)  # param -> its store's parameter in the forward loop
+    site: tuple = ()                               # (builder, Let) of the forward loop, for `_drop_saves`
 
 
 def _update_chains(body, params) -> dict:
@@ -181,9 +183,11 @@ def fwd(ctx, b, st) -> LoopTape:
     finals = [b.fresh(p.name, p.type) for p in new_params]
     b.let(tuple(st.pat) + tuple(finals), Loop(tuple(e.params) + tuple(new_params),
                                               tuple(e.init) + tuple(new_init), e.form, body), st.loc)
+    tape.site = (b, b.stmts[-1])
     final_of = dict(zip(new_params, finals))
     for p, prm in pushes:
         tape.saved[p] = final_of[prm]
+        tape.save_param[p] = prm
     for p, entries in undo_prms.items():
         tape.undo[p] = [UndoEntry(u.exp.p["spec"], final_of[oprm],
                                   [final_of.get(i, i) if isinstance(i, Var) else i for i in idx])
@@ -284,6 +288,17 @@ def rev(ctx, b, st, adj, tape: LoopTape) -> None:
     res = new_pa + new_fa + [cur[s] for s in stores] + [restored[p] for p in tape.undo] + \
         [store_back[p] for p in tape.stores]
     rbody = rb.body(res)
+    # to-be-recorded analysis (Tapenade): a value the return sweep never reads is not saved
+    drop = _unread_saves(rbody, tape, restored)
+    if drop:
+        gone = {stores[tape.saved[p]] for p in drop}
+        popped_vals = {restored[p] for p in drop}
+        keep = [j for j, q in enumerate(params) if q not in gone]
+        params, init, res = [params[j] for j in keep], [init[j] for j in keep], [res[j] for j in keep]
+        stmts = tuple(s for s in rbody.stmts if not (isinstance(s.exp, Prim) and s.exp.op == "store_pop"
+                                                      and s.pat[1] in popped_vals))
+        rbody = Body(stmts, tuple(res))
+        _drop_saves(tape, drop)
     names_out = [p.name for p in params]
     outs_rev = b.for_loop(params, init, k, n, rbody, names=names_out)
     # the free-variable adjoints were carried through the loop: replace, then add the init contributions
@@ -310,3 +325,29 @@ def _undo_store(rb, s, ents, cur, popped):
                 cur[u], popped[j] = rb.emit_multi("store_pop", cur[u], name="popped")
             s = rb.emit("store_push", s, popped[j], name=s.name)
     return s
+
+
+def _unread_saves(rbody, tape, restored) -> list:
+    """Saved parameters whose restored value nothing in the (dead-code-free) return sweep reads."""
+    live = dce(rbody)
+    read = {a for a in live.result if isinstance(a, Var)}
+    for st in live.stmts:
+        read |= free_vars(st.exp)
+    return [p for p in tape.saved if restored[p] not in read]
+
+
+def _drop_saves(tape, drop) -> None:
+    """Remove the pushes of `drop` from the already emitted forward loop."""
+    b, let = tape.site
+    i = next(k for k, s in enumerate(b.stmts) if s is let)
+    loop = let.exp
+    prms = {tape.save_param[p] for p in drop}
+    keep = [j for j, q in enumerate(loop.params) if q not in prms]
+    stmts = tuple(s for s in loop.body.stmts
+                  if not (isinstance(s.exp, Prim) and s.exp.op == "store_push" and s.exp.args[0] in prms))
+    body = Body(stmts, tuple(loop.body.result[j] for j in keep))
+    new = Loop(tuple(loop.params[j] for j in keep), tuple(loop.init[j] for j in keep), loop.form, body)
+    b.stmts[i] = Let(tuple(let.pat[j] for j in keep), new, let.loc)
+    tape.site = (b, b.stmts[i])
+    for p in drop:
+        del tape.saved[p]

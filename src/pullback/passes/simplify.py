@@ -1,0 +1,48 @@
+"""Clean-up of generated code: common-subexpression elimination and dead code.
+
+Contract: `simplify_func(f) -> Func` returns an equivalent function. CSE
+reuses an earlier identical primitive application (same op, operands and
+params) that is in scope; store primitives are effects and are never merged.
+Then `ir.traverse.dce` drops statements nobody reads. The derivative passes
+run it on the functions they create: re-executed forward sweeps otherwise
+recompute values the surrounding code already has.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..ir.core import Body, Func, Let, Prim, Var
+from ..ir.traverse import dce, map_exp
+
+_EFFECTS = frozenset({"store_new", "store_push", "store_pop", "store_zeros_like"})
+
+
+def cse_body(body: Body, avail: dict, m: dict) -> Body:
+    avail = dict(avail)
+
+    def atom(a):
+        return m.get(a, a) if isinstance(a, Var) else a
+
+    def scope(binders, b):
+        return binders, cse_body(b, avail, m)
+
+    stmts = []
+    for st in body.stmts:
+        e = map_exp(st.exp, atom, scope)
+        if isinstance(e, Prim) and e.op not in _EFFECTS and len(st.pat) == 1:
+            key = (e.op, e.args, e.params)
+            try:
+                hit = avail.get(key)
+            except TypeError:  # unhashable params
+                hit, key = None, None
+            if hit is not None and hit.type == st.pat[0].type:
+                m[st.pat[0]] = hit
+                continue
+            if key is not None:
+                avail[key] = st.pat[0]
+        stmts.append(Let(st.pat, e, st.loc))
+    return Body(tuple(stmts), tuple(atom(a) for a in body.result))
+
+
+def simplify_func(f: Func) -> Func:
+    return dataclasses.replace(f, body=dce(cse_body(f.body, {}, {})))
