@@ -1,6 +1,7 @@
 """Clean-up of generated code: common-subexpression elimination and dead code.
 
-Contract: `simplify_func(f) -> Func` returns an equivalent function. CSE
+Contract: `simplify_func(f) -> Func` returns an equivalent function. Scalar
+primitives on constants are folded. CSE
 reuses an earlier identical primitive application (same op, operands and
 params) that is in scope; store primitives are effects and are never merged.
 Then `ir.traverse.dce` drops statements nobody reads. The derivative passes
@@ -11,7 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..ir.core import Body, Func, Let, Prim, Var
+from ..ir.core import Body, Const, Func, Let, Prim, Var
+from ..ir.prims import TABLE
 from ..ir.traverse import dce, map_exp
 
 _EFFECTS = frozenset({"store_new", "store_push", "store_pop", "store_zeros_like"})
@@ -29,6 +31,10 @@ def cse_body(body: Body, avail: dict, m: dict) -> Body:
     stmts = []
     for st in body.stmts:
         e = map_exp(st.exp, atom, scope)
+        folded = _fold(e, st.pat)
+        if folded is not None:
+            m[st.pat[0]] = folded
+            continue
         if isinstance(e, Prim) and e.op not in _EFFECTS and len(st.pat) == 1:
             key = (e.op, e.args, e.params)
             try:
@@ -42,6 +48,20 @@ def cse_body(body: Body, avail: dict, m: dict) -> Body:
                 avail[key] = st.pat[0]
         stmts.append(Let(st.pat, e, st.loc))
     return Body(tuple(stmts), tuple(atom(a) for a in body.result))
+
+
+def _fold(e, pat):
+    """Constant folding of scalar primitives on constants (e.g. `n - 1` for a static n)."""
+    if not (isinstance(e, Prim) and e.op not in _EFFECTS and len(pat) == 1 and pat[0].type.shape == ()
+            and e.args and all(isinstance(a, Const) and a.type.shape == () for a in e.args)):
+        return None
+    row = TABLE.get(e.op)
+    if row.multi:
+        return None
+    try:
+        return Const(row.impl(*[a.value for a in e.args], **e.p), pat[0].type)
+    except Exception:
+        return None
 
 
 def simplify_func(f: Func) -> Func:

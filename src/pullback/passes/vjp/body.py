@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...ir.core import Apply, If, Loop, Prim
+from ...ir.core import Apply, Body, If, Let, Loop, Prim
 
 
 def fwd_body(ctx, b, body) -> dict:
@@ -41,3 +41,10 @@ def rev_body(ctx, b, body, adj, tapes) -> None:
             loop.rev(ctx, b, st, adj, tapes[id(st)])
         else:
             raise TypeError(type(e).__name__)
+
+
+def recomputed(body: Body) -> Body:
+    """Mark a re-executed copy of a forward sweep, so the readable source says
+    `# recompute of file:line` above it."""
+    return Body(tuple(Let(st.pat, st.exp, dataclasses.replace(st.loc, role="recompute") if st.loc else None)
+                      for st in body.stmts), body.result)

@@ -9,7 +9,7 @@ from ...ir.traverse import free_vars, rename_body
 from .._common import differentiable, zero_of
 from ..activity import mark_body
 from .adjoints import Adjoints
-from .body import fwd_body, rev_body
+from .body import fwd_body, recomputed, rev_body
 
 
 def rev(ctx, b, st, adj) -> None:
@@ -23,7 +23,7 @@ def rev(ctx, b, st, adj) -> None:
     branches = []
     for br in (e.then, e.else_):
         sb = b.child()
-        body = rename_body(br, ctx.supply, {})
+        body = recomputed(rename_body(br, ctx.supply, {}))
         mark_body(body, ctx.varied)
         tapes = fwd_body(ctx, sb, body)
         inner = Adjoints(sb, ctx.varied)

@@ -31,7 +31,7 @@ from ...ir.types import I64, StoreType, TensorType
 from .._common import differentiable
 from ..activity import mark_body
 from .adjoints import Adjoints
-from .body import fwd_body, rev_body
+from .body import fwd_body, recomputed, rev_body
 
 
 @dataclass
@@ -266,7 +266,7 @@ def rev(ctx, b, st, adj, tape: LoopTape) -> None:
     for p in e.params:
         if p in ctx.varied:
             ctx.varied.add(restored[p])
-    body = rename_body(e.body, ctx.supply, restored)
+    body = recomputed(rename_body(e.body, ctx.supply, restored))
     mark_body(body, ctx.varied)
     tapes = fwd_body(ctx, rb, body)
     inner = Adjoints(rb, ctx.varied)
