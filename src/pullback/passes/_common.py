@@ -45,3 +45,30 @@ def _subst_let(st: Let, m) -> Let:
     args = tuple(m.get(a, a) if isinstance(a, Var) else a for a in e.args)
     pat = tuple(m.get(v, v) for v in st.pat)
     return Let(pat, Prim(e.op, args, e.params), st.loc)
+
+
+class DerivedNames:
+    """Names of the functions a derivative pass creates, one per source function.
+
+    `fresh(hint) -> name`, when given (the frontend's supply), also knows the
+    functions still being staged; otherwise names avoid the program's own.
+    """
+
+    def __init__(self, prog, suffix_fn, fresh=None):
+        self.suffix_fn = suffix_fn
+        self.fresh = fresh
+        self.taken = {f.name for f in prog.funcs}
+        self.done: dict[str, str] = {}
+
+    def get(self, name: str):
+        """(derived name, True if it was just made and must be built now)."""
+        if name in self.done:
+            return self.done[name], False
+        new = self.suffix_fn(name)
+        if self.fresh is not None:
+            new = self.fresh(new)
+        while new in self.taken:
+            new += "_"
+        self.taken.add(new)
+        self.done[name] = new
+        return new, True

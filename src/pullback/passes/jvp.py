@@ -16,7 +16,7 @@ from ..ir.builder import Builder
 from ..ir.core import Apply, Body, Const, ForForm, Func, If, Let, Loop, Prim, Prog, Var, WhileForm
 from ..ir.names import NameSupply
 from ..ir.prims import TABLE
-from ._common import differentiable, run_rule, zero_of
+from ._common import DerivedNames, differentiable, run_rule, zero_of
 
 
 def jvp_prog(prog: Prog, fname: str | None = None, fresh=None) -> tuple[Prog, str]:
@@ -39,21 +39,13 @@ def _maybe_check(prog):
 class _JVP:
     def __init__(self, prog: Prog, fresh=None):
         self.prog = prog
-        self.fresh = fresh
-        self.done: dict[str, str] = {}
+        self.names = DerivedNames(prog, names.jvp_func, fresh)
         self.new_funcs: list[Func] = []
-        self.taken = {f.name for f in prog.funcs}
 
     def func(self, name: str) -> str:
-        if name in self.done:
-            return self.done[name]
-        new = names.jvp_func(name)
-        if self.fresh is not None:
-            new = self.fresh(new)
-        while new in self.taken:
-            new += "_"
-        self.taken.add(new)
-        self.done[name] = new
+        new, build = self.names.get(name)
+        if not build:
+            return new
         f = self.prog.func(name)
         from ..ir.traverse import all_names
 

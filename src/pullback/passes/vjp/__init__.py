@@ -21,7 +21,7 @@ from ...ir import names
 from ...ir.builder import Builder
 from ...ir.core import Const, Func, Prog, Var
 from ...ir.names import NameSupply
-from .._common import differentiable, zero_of
+from .._common import DerivedNames, differentiable, zero_of
 from ..activity import mark_body
 from .adjoints import Adjoints
 from .body import fwd_body, rev_body
@@ -47,24 +47,16 @@ class RevContext:
 
     def __init__(self, prog: Prog, fresh=None):
         self.prog = prog
-        self.fresh = fresh
-        self.done: dict[str, str] = {}
+        self.names = DerivedNames(prog, names.vjp_func, fresh)
         self.new_funcs: list[Func] = []
-        self.taken = {f.name for f in prog.funcs}
         # per-function state, set by `func`
         self.varied: set = set()
         self.supply: NameSupply | None = None
 
     def func(self, name: str) -> str:
-        if name in self.done:
-            return self.done[name]
-        new = names.vjp_func(name)
-        if self.fresh is not None:
-            new = self.fresh(new)
-        while new in self.taken:
-            new += "_"
-        self.taken.add(new)
-        self.done[name] = new
+        new, build = self.names.get(name)
+        if not build:
+            return new
         saved = (self.varied, self.supply)
         try:
             self.new_funcs.append(self._build(self.prog.func(name), new))
