@@ -11,11 +11,11 @@ perturbations (note [nesting] in docs/design.md).
 from __future__ import annotations
 
 from .errors import NonDifferentiableError, PullbackError
-from .ir.core import Const, ForForm, Prog, Var
-from .ir.types import F64, I64, TensorType
+from .ir.core import Const, Prog
+from .ir.types import I64, TensorType
 from .passes.jvp import jvp_prog
 from .passes.vjp import vjp_prog
-from .pytree import TreeDef, flatten, unflatten
+from .pytree import TreeDef
 
 def _derive(ctx, kind: str, fname: str) -> str:
     memo = ctx.memo.setdefault("derived", {})

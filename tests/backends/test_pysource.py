@@ -17,11 +17,11 @@ import _progs  # noqa: E402
 from _gen import gen_args, gen_prog, hyp_pick, rng_pick, values_equal  # noqa: E402
 from pullback.backends import interp, pysource  # noqa: E402
 from pullback.ir.builder import Builder  # noqa: E402
-from pullback.ir.core import Body, Const, Func, Let, Prim, Prog, SrcLoc, Var  # noqa: E402
+from pullback.ir.core import Const, Func, Let, Prog, SrcLoc, Var  # noqa: E402
 from pullback.ir.names import NameSupply  # noqa: E402
 from pullback.ir.parser import parse_prog  # noqa: E402
-from pullback.ir.prims import TABLE, params_key  # noqa: E402
-from pullback.ir.types import F64, I64, StoreType, TensorType  # noqa: E402
+from pullback.ir.prims import TABLE  # noqa: E402
+from pullback.ir.types import TensorType  # noqa: E402
 
 warnings.simplefilter("ignore", RuntimeWarning)
 

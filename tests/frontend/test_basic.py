@@ -2,7 +2,6 @@ import math
 
 import numpy as np
 import numpy as onp  # numpy under another alias
-import pytest
 
 from _helpers import check, ops_of, run_staged
 from pullback.frontend import Staged, signature_key, stage
@@ -271,7 +270,6 @@ def test_locations_on_lets():
 def test_pass_docstring_assert():
     def f(x):
         """docstring"""
-        pass
         assert x.shape == (3,)
         assert x[0] > 0  # traced: ignored
         return x

@@ -1,11 +1,10 @@
 import numpy as np
 import pytest
 
-from _helpers import check, ops_of, run, run_staged
+from _helpers import check, ops_of, run_staged
 from pullback.errors import StagingError
 from pullback.frontend import StagingContext, Traced, stage
 from pullback.ir.core import Apply
-from pullback.pytree import flatten
 
 SCALE = 3.0
 
@@ -221,7 +220,7 @@ def test_hook_as_top_level():
 
 def test_hook_add_func_and_fresh_name():
     from pullback.ir.builder import Builder
-    from pullback.ir.core import Body, Func
+    from pullback.ir.core import Func
 
     class AddsFunc:
         def __pullback_stage__(self, ctx, args, kwargs):

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from _helpers import check, ops_of, run_staged
-from pullback.errors import PullbackError, StagingError
+from pullback.errors import StagingError
 from pullback.frontend import stage
 
 rng = np.random.default_rng(1)

@@ -16,7 +16,7 @@ import numpy as np
 from pullback.ir.builder import Builder
 from pullback.ir.core import Const, Func, Prog, Var
 from pullback.ir.names import NameSupply
-from pullback.ir.types import F64, I64, BOOL, StoreType, TensorType
+from pullback.ir.types import F64, I64, BOOL, TensorType
 
 UNARY = ["neg", "sin", "cos", "tan", "exp", "log", "log1p", "expm1", "sqrt", "tanh", "logistic",
          "abs", "sign", "floor", "ceil", "round"]

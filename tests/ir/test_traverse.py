@@ -1,6 +1,5 @@
 import random
 
-import _progs
 from _gen import gen_prog, rng_pick
 from pullback.backends import interp
 from pullback.ir.core import Const, Var
@@ -71,7 +70,7 @@ def test_rename_and_substitute():
 
 
 def test_rename_random_programs_keeps_meaning():
-    from pullback.ir.core import Func, Prog
+    from pullback.ir.core import Func
     from _gen import gen_args, values_equal
     import warnings
     warnings.simplefilter("ignore")

@@ -1,5 +1,4 @@
 """Hand-built IR programs that exercise the derivative passes directly."""
-import numpy as np
 
 from pullback.ir.builder import Builder
 from pullback.ir.core import Const, Func, Prog, Var

@@ -91,7 +91,7 @@ def test_reverse_over_reverse_through_loops(backend):
     v = np.array([0.3, -0.2, 0.5, 0.1])
     vp, vn = vjp_prog(prog)
     vp2, vn2 = vjp_prog(vp, vn)
-    m = interp.Meter()
+    interp.Meter()
     hv = run(vp2, x, 4, 1.0, 0.0, v, fname=vn2)[2]
     grad = lambda y: run(vp, y, 4, 1.0, fname=vn)[1]
     np.testing.assert_allclose(hv, fd(grad, x, v, 1e-5), rtol=1e-5, atol=1e-8)

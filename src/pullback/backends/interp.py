@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 from ..errors import PullbackError
-from ..ir.core import Apply, Const, ForForm, If, Loop, Prim, Var
+from ..ir.core import Apply, Const, ForForm, If, Loop, Prim
 from ..ir.prims import TABLE
 from ..ir.prims import stores as _stores
 

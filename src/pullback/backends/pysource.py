@@ -25,7 +25,6 @@ Contract:
 from __future__ import annotations
 
 import builtins
-import dataclasses
 import keyword
 import linecache
 import os
@@ -34,7 +33,7 @@ from collections import Counter
 
 import numpy as np
 
-from ..ir.core import Apply, Body, Const, ForForm, Func, If, Let, Loop, Prim, Prog, Var, WhileForm
+from ..ir.core import Apply, Body, Const, ForForm, Func, If, Let, Loop, Prim, Prog, Var
 from ..ir.types import StoreType, TensorType
 
 # ---------------------------------------------------------------------------
@@ -579,7 +578,7 @@ class _FuncEmitter:
     def prim(self, st: Let, depth: int) -> None:
         e: Prim = st.exp
         op = e.op
-        p = e.p
+        e.p
         args = e.args
         if op == "store_pop":
             s = args[0]
@@ -644,7 +643,7 @@ class _FuncEmitter:
     def expr(self, e: Prim, pat) -> str:
         op, p, args = e.op, e.p, e.args
         A = self.a
-        out_t = pat[0].type if pat else None
+        pat[0].type if pat else None
         if op in _UNARY_FN:
             (x,) = args
             if op == "neg" and self.is_strong(x):

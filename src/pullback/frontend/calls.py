@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import PullbackError, StagingError, UnsupportedSyntaxError
+from ..errors import PullbackError, StagingError
 from ..ir.builder import Builder
 from ..ir.core import Apply, Body, Func, Prog
 from ..ir.names import NameSupply

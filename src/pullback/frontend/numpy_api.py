@@ -214,7 +214,7 @@ def _trace(st, a):
     t = leaf_type(a)
     if t.ndim != 2:
         raise ShapeError("np.trace is supported for matrices only")
-    n = min(t.shape)
+    min(t.shape)
     eye = Const(np.eye(t.shape[0], t.shape[1]), TensorType(t.dtype if t.is_float else "f64", t.shape))
     return ops.reduce(st, "sum", ops.binary(st, "mul", a, Traced(eye)))
 

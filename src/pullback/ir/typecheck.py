@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 
 from ..errors import IRError, PullbackError
-from .core import Apply, Body, Const, ForForm, Func, If, Let, Loop, Prim, Prog, Var, WhileForm
+from .core import Apply, Body, Const, ForForm, Func, If, Loop, Prim, Prog, Var, WhileForm
 from .types import TensorType
 
 _BOOL = TensorType("bool")

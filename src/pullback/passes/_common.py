@@ -1,8 +1,8 @@
 """Helpers shared by the derivative passes."""
 from __future__ import annotations
 
-from ..ir.core import Const, Let, Prim, Var
-from ..ir.types import StoreType, TensorType
+from ..ir.core import Let, Prim, Var
+from ..ir.types import StoreType
 
 
 def differentiable(t) -> bool:

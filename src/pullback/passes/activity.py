@@ -8,7 +8,7 @@ A statement none of whose inputs vary gets no derivative code.
 """
 from __future__ import annotations
 
-from ..ir.core import Apply, Const, If, Loop, Prim, Var
+from ..ir.core import Apply, If, Loop, Prim, Var
 from ._common import differentiable
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..errors import PullbackError
 from ..ir import names
 from ..ir.builder import Builder
-from ..ir.core import Apply, Body, Const, ForForm, Func, If, Let, Loop, Prim, Prog, Var, WhileForm
+from ..ir.core import Apply, Body, Const, Func, If, Let, Loop, Prim, Prog, Var
 from ..ir.names import NameSupply
 from ..ir.prims import TABLE
 from ._common import DerivedNames, differentiable, run_rule, zero_of

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..types import TensorType
 from . import TABLE, Row, check
 from ._util import unbroadcast
 

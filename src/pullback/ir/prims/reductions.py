@@ -5,7 +5,7 @@ import numpy as np
 
 from ..types import TensorType
 from . import TABLE, Row, check
-from ._util import c, keepdims_shape, size
+from ._util import keepdims_shape
 
 
 def _axes_type(name, t, axes):

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import Const
 from ..types import TensorType, np_dtype, promote
 from . import TABLE, Row, check
 from ._util import size, unbroadcast

@@ -8,7 +8,7 @@ mode over code that already uses stores (grad of grad) works.
 """
 from __future__ import annotations
 
-from ..types import StoreType, TensorType
+from ..types import StoreType
 from . import TABLE, Row, check
 
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from ...ir import names
 from ...ir.builder import Builder
-from ...ir.core import Const, Func, Prog, Var
+from ...ir.core import Func, Prog, Var
 from ...ir.names import NameSupply
-from .._common import DerivedNames, differentiable, zero_of
+from .._common import DerivedNames, differentiable
 from ..activity import mark_body
 from .adjoints import Adjoints
 from .body import fwd_body, rev_body

@@ -100,7 +100,7 @@ def fwd(ctx, b, st) -> LoopTape:
     chains = _update_chains(e.body, e.params)
     chains.update(schains)
     sb = b.child()
-    new_params, new_init, new_res, extra_pat = [], [], [], []
+    new_params, new_init = [], []
     tape = LoopTape(count=e.form.bound if isinstance(e.form, ForForm) else None)
 
     def store(hint, elem):
@@ -122,7 +122,6 @@ def fwd(ctx, b, st) -> LoopTape:
     for p, prm in pushes:
         cur[prm] = sb.emit("store_push", cur[prm], p, name=prm.name)
     undo_prms = {}
-    update_stmts = {id(u): p for p, ch in chains.items() for u in ch}
     store_undo = {}
     for p, ch in schains.items():
         entries = []
