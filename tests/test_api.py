@@ -130,3 +130,15 @@ def test_missing_rule_names_the_primitive(monkeypatch):
     with pytest.raises(MissingRuleError) as ei:
         pb.grad(f)(0.3)
     assert "tanh" in str(ei.value) and "vjp" in str(ei.value)
+
+
+def scaled(x, scale=2.0, power=2):
+    return scale * np.sum(x ** power)
+
+
+def test_keyword_arguments_bind_like_python():
+    x = np.array([1.0, 2.0])
+    np.testing.assert_allclose(pb.grad(scaled)(x, scale=3.0), 6.0 * x)
+    np.testing.assert_allclose(pb.jit(scaled)(x, power=3), 2.0 * np.sum(x ** 3))
+    with pytest.raises(PullbackError):
+        pb.grad(scaled)(x, bogus=1)

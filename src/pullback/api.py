@@ -37,6 +37,23 @@ def _to_output(v):
     return v
 
 
+def _positional(fun, args, kwargs) -> tuple:
+    """Keyword arguments bound to `fun`'s positional parameters (as Python would)."""
+    import inspect
+
+    target = getattr(fun, "fun", fun)
+    try:
+        bound = inspect.signature(target).bind(*args, **kwargs)
+        bound.apply_defaults()
+    except (TypeError, ValueError) as e:
+        raise PullbackError(f"cannot pass these arguments to {getattr(target, '__name__', 'the function')}: {e}",
+                            hint="pass arguments positionally") from None
+    if bound.kwargs:
+        raise PullbackError(f"keyword-only arguments {sorted(bound.kwargs)} are not supported by transformations",
+                            hint="make them positional parameters")
+    return tuple(bound.args)
+
+
 class jit:
     """`pb.jit(f)`: stage `f` per argument signature and run the staged program."""
 
@@ -59,8 +76,7 @@ class jit:
 
     def __call__(self, *args, **kwargs):
         if kwargs:
-            raise PullbackError("keyword arguments to a transformed function are not supported",
-                                hint="pass them positionally")
+            args = _positional(self.fun, args, kwargs)
         st = self.staged(*args)
         dyn = tuple(a for i, a in enumerate(args) if i not in self.static_argnums)
         leaves, _ = flatten(dyn)
@@ -81,7 +97,9 @@ class _Transformed:
         self.__name__ = name
         self._jit = jit(self, backend=backend)
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            args = _positional(self.fun, args, kwargs)
         return self._jit(*args)
 
     def __pullback_stage__(self, ctx, args, kwargs):
