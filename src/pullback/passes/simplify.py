@@ -50,8 +50,23 @@ def cse_body(body: Body, avail: dict, m: dict) -> Body:
     return Body(tuple(stmts), tuple(atom(a) for a in body.result))
 
 
+def _identity(e, pat):
+    """`x + 0`, `x - 0`, `x * 1`, `x / 1` -> `x` when the type does not change."""
+    if not (isinstance(e, Prim) and e.op in ("add", "sub", "mul", "div") and len(pat) == 1):
+        return None
+    x, y = e.args
+    unit = 1 if e.op in ("mul", "div") else 0
+    for a, c in ((x, y), (y, x)) if e.op in ("add", "mul") else ((x, y),):
+        if isinstance(c, Const) and c.type.shape == () and c.value == unit and a.type == pat[0].type:
+            return a
+    return None
+
+
 def _fold(e, pat):
     """Constant folding of scalar primitives on constants (e.g. `n - 1` for a static n)."""
+    ident = _identity(e, pat)
+    if ident is not None:
+        return ident
     if not (isinstance(e, Prim) and e.op not in _EFFECTS and len(pat) == 1 and pat[0].type.shape == ()
             and e.args and all(isinstance(a, Const) and a.type.shape == () for a in e.args)):
         return None
