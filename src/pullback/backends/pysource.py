@@ -141,6 +141,7 @@ class _Ownership:
         self.owned: set = set()
         self.inplace: set = set()
         self.loop_owned: dict = {}  # id(Let of a Loop) -> set of owned param indices
+        self.loop_copy: dict = {}   # id(Let of a Loop) -> owned params whose init is copied at entry
         self.body(f.body, ())
 
     def _use(self, a, base: bool):
@@ -175,10 +176,33 @@ class _Ownership:
                             self.owned.add(v)
             elif isinstance(e, Loop):
                 self.loop(st, k, last, here)
+            elif isinstance(e, If):
+                self.if_(st, k, last, here)
             else:
                 for bs, b in exp_scopes(e):
                     self.body(b, bs)
             here.update(st.pat)
+
+    def if_(self, st: Let, k: int, last: dict, here: set) -> None:
+        """Arrays owned here that die at this `if` are owned inside its branches,
+        and an `if` result is owned when each branch returns an array it owns
+        (bound in the branch, or one of those dying arrays), all distinct."""
+        e: If = st.exp
+        dying = tuple(v for v in here if v in self.owned and self.count[v] == 0 and last.get(v) == k
+                      and _ndim(v) > 0)
+        ok = [True] * len(st.pat)
+        for b in (e.then, e.else_):
+            self.body(b, dying)
+            inner = {v for s in b.stmts for v in s.pat} | set(dying)
+            seen = set()
+            for j, r in enumerate(b.result):
+                if not (isinstance(r, Var) and r in inner and r in self.owned and r not in seen):
+                    ok[j] = False
+                if isinstance(r, Var):
+                    seen.add(r)
+        for j, v in enumerate(st.pat):
+            if ok[j] and _ndim(v) > 0:
+                self.owned.add(v)
 
     def loop(self, st: Let, k: int, last: dict, here: set) -> None:
         from ..ir.traverse import free_vars
@@ -188,13 +212,16 @@ class _Ownership:
         res = e.body.result
         bound_in_body = {v for s in e.body.stmts for v in s.pat}
         cand = set()
+        copy = set()   # params whose initial array is copied once at loop entry to own it
         for j, (p, x0) in enumerate(zip(e.params, e.init)):
             if _ndim(p) == 0 or j >= len(res):
                 continue
             r = res[j]
             if not (isinstance(x0, Var) and x0 in here and x0 in self.owned and self.count[x0] == 1
                     and last.get(x0) == k and x0 not in body_free):
-                continue
+                if r == p:
+                    continue
+                copy.add(j)
             if self.count[p] > (1 if r == p else 0):
                 continue
             if r != p and not (isinstance(r, Var) and r in bound_in_body and self.count[r] == 1):
@@ -211,6 +238,7 @@ class _Ownership:
             self.owned, self.inplace = snap
             cand -= bad
         self.loop_owned[id(st)] = cand
+        self.loop_copy[id(st)] = cand & copy
         for j in cand:
             self.owned.add(st.pat[j])
 
@@ -545,7 +573,8 @@ class _FuncEmitter:
                 n = self.py[x0]
                 used_init.add(x0)
             names.append(n or self.fresh(p.name))
-        inits = [self.a(x) for x in e.init]
+        copied = self.own.loop_copy.get(id(st), set())
+        inits = [self.a(x) + ".copy()" if j in copied else self.a(x) for j, x in enumerate(e.init)]
         for p, n in zip(e.params, names):
             self.py[p] = n
         prim_bound = {v for s in e.body.stmts if isinstance(s.exp, Prim) and s.exp.op != "store_pop"
