@@ -1,4 +1,6 @@
 """Public API behaviour: transformations, nesting, readable source, memory, errors."""
+import re
+
 import numpy as np
 import pytest
 
@@ -158,7 +160,7 @@ def test_adjoint_of_reads_in_a_loop_is_updated_in_place():
     """The readable reverse code accumulates x_adj[i] in place: no per-iteration array copy."""
     src = pb.derivative_source(branchy_reads, np.linspace(-1.0, 1.0, 6))
     loop_body = src[src.index("# adjoint of"):]
-    assert "x_adj[" in loop_body
+    assert re.search(r"x_adj\w*\[i\w*\] \+=", loop_body), src
     assert loop_body.count(".copy()") <= 1, src
     x = np.linspace(-1.0, 1.0, 6)
     np.testing.assert_allclose(pb.grad(branchy_reads)(x), np.where(x > 0, np.sin(x) + x * np.cos(x), 2 * x))
