@@ -100,3 +100,49 @@ def test_second_order_pysource(m):
     rtol, atol = _tols(m)
     check_grads(f, args, modes=("fwd", "rev"), order=2, argnums=argnums, backend="pysource",
                 rtol=max(rtol, 1e-5), atol=max(atol, 1e-7), rng=np.random.default_rng(0))
+
+
+def _single_array_arg(m):
+    static = tuple(getattr(m, "STATIC_ARGNUMS", ()))
+    if len(m.ARGNUMS) != 1 or static:
+        return False
+    args = m.args()
+    a = args[m.ARGNUMS[0]]
+    if not (isinstance(a, float) or (isinstance(a, np.ndarray) and a.dtype == np.float64)):
+        return False
+    out = getattr(m, "PYTHON_REF", m.f)(*args)  # jacobian needs one float output
+    return isinstance(out, (float, np.floating, np.ndarray)) and np.asarray(out).dtype == np.float64
+
+
+def _fd_jacobian(f, args, n, eps=1e-6):
+    x = np.asarray(args[n], dtype=float)
+    cols = []
+    for j in range(x.size):
+        e = np.zeros(x.size)
+        e[j] = eps
+        hi, lo = list(args), list(args)
+        hi[n] = (x.reshape(-1) + e).reshape(x.shape) if x.shape else float(x + eps)
+        lo[n] = (x.reshape(-1) - e).reshape(x.shape) if x.shape else float(x - eps)
+        cols.append((np.asarray(f(*hi), dtype=float) - np.asarray(f(*lo), dtype=float)).reshape(-1) / (2 * eps))
+    out_shape = np.shape(f(*args))
+    return np.stack(cols, axis=-1).reshape(out_shape + x.shape)
+
+
+JH = [m for m in PROGRAMS if _single_array_arg(m)]
+
+
+@pytest.mark.parametrize("m", JH, ids=[m.__name__.split(".")[-1] for m in JH])
+def test_jacobian_and_hessian(m):
+    """pb.jacobian (both modes) and, for ORDER = 2 programs, pb.hessian against finite differences."""
+    args = m.args()
+    n = m.ARGNUMS[0]
+    rtol, atol = max(_tols(m)[0], 1e-5), max(_tols(m)[1], 1e-6)
+    ref_f = getattr(m, "PYTHON_REF", m.f)
+    want = _fd_jacobian(ref_f, args, n)
+    for mode in ("rev", "fwd"):
+        np.testing.assert_allclose(pb.jacobian(m.f, argnums=n, mode=mode, backend="interp")(*args), want,
+                                   rtol=max(rtol, 1e-4), atol=max(atol, 1e-5))
+    if getattr(m, "ORDER", 1) == 2:
+        g = pb.grad(m.f, argnums=n, backend="interp")
+        np.testing.assert_allclose(pb.hessian(m.f, argnums=n, backend="interp")(*args), _fd_jacobian(g, args, n, 1e-5),
+                                   rtol=max(rtol, 1e-4), atol=max(atol, 1e-5))
