@@ -8,12 +8,15 @@ Contract (note [loop-reversal] in docs/design.md):
   from the parameter to the result) is not saved whole: each update pushes the
   elements it overwrites and its indices (an undo log), so the stores grow with
   the number of elements written, not with the array size times the trip count.
-  A `while` loop also counts its iterations.
+  A `while` loop also counts its iterations. A loop-carried *store* (derivative
+  code being differentiated again) is restored by undoing its push/pop chain
+  (note [store-adjoints]).
 - `rev(ctx, b, st, adj, tape)` emits a `for` loop over the iterations in
   reverse: it pops the saved values (or undoes the logged writes) to restore
   the state at the start of the iteration, re-executes a renamed copy of the
   body's forward sweep, and runs the body's return sweep. Adjoints of the loop
-  parameters and of the free variables the body reads are carried.
+  parameters and of the free variables the body reads are carried. Saved
+  values the return sweep never reads are then dropped from both loops (TBR).
 
 `LoopTape` is the interface later checkpointing strategies implement: any
 strategy that can bring back the state at the start of iteration i (by
