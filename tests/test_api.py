@@ -164,3 +164,30 @@ def test_adjoint_of_reads_in_a_loop_is_updated_in_place():
     assert loop_body.count(".copy()") <= 1, src
     x = np.linspace(-1.0, 1.0, 6)
     np.testing.assert_allclose(pb.grad(branchy_reads)(x), np.where(x > 0, np.sin(x) + x * np.cos(x), 2 * x))
+
+
+def test_transformations_are_cached_per_function():
+    """`pb.grad(f)(x)` in a Python loop stages f once per signature."""
+    from pullback import frontend
+
+    calls = []
+    real = frontend.stage
+
+    def counting(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    x = np.array([0.5, 1.5])
+    import pullback.api as api
+
+    old = frontend.stage
+    frontend.stage = counting
+    try:
+        for _ in range(3):
+            pb.grad(poly)(x)
+            pb.jvp(poly, (x,), (x,))
+    finally:
+        frontend.stage = old
+    assert len(calls) <= 2, len(calls)
+    assert pb.grad(poly) is pb.grad(poly)
+    assert api.grad(poly, argnums=0) is not api.grad(poly, argnums=(0,))

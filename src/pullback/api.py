@@ -109,27 +109,48 @@ class _Transformed:
         return self._impl(ctx, tuple(args))
 
 
+def _cached(fun, key, make):
+    """One transformed object per (function, transformation), so `pb.grad(f)(x)`
+    in a Python loop stages once, as `jax.jit` caches per function. The cache
+    lives in the function's `__dict__`, so it goes away with the function. As
+    with jit, values a function reads from globals or closures are fixed when
+    it is staged."""
+    per_fun = getattr(fun, "__dict__", None)
+    if per_fun is None:
+        return make()
+    cache = per_fun.setdefault("__pullback_transforms__", {})
+    try:
+        hit = cache.get(key)
+    except TypeError:  # unhashable argnums
+        return make()
+    if hit is None:
+        hit = cache[key] = make()
+    return hit
+
+
 def _name(fun, what):
     return f"{what}({getattr(fun, '__name__', 'f')})"
 
 
 def grad(fun, argnums=0, backend: str | None = None):
     """Gradient of a scalar-valued `fun` with respect to argument(s) `argnums`."""
-    return _Transformed(lambda ctx, a: transforms.grad(ctx, fun, a, argnums), fun, backend, _name(fun, "grad"))
+    return _cached(fun, ("grad", argnums, backend), lambda: _Transformed(
+        lambda ctx, a: transforms.grad(ctx, fun, a, argnums), fun, backend, _name(fun, "grad")))
 
 
 def value_and_grad(fun, argnums=0, backend: str | None = None):
     """`(fun(*args), grad(fun)(*args))` in one pass."""
-    return _Transformed(lambda ctx, a: transforms.grad(ctx, fun, a, argnums, with_value=True),
-                        fun, backend, _name(fun, "value_and_grad"))
+    return _cached(fun, ("value_and_grad", argnums, backend), lambda: _Transformed(
+        lambda ctx, a: transforms.grad(ctx, fun, a, argnums, with_value=True), fun, backend,
+        _name(fun, "value_and_grad")))
 
 
 def jacobian(fun, argnums=0, mode: str = "rev", backend: str | None = None):
     """Jacobian of `fun` w.r.t. one argument, shape `out.shape + x.shape`."""
     if mode not in ("rev", "fwd"):
         raise PullbackError(f"jacobian mode must be 'rev' or 'fwd', got {mode!r}")
-    return _Transformed(lambda ctx, a: transforms.jacobian(ctx, fun, a, argnums, mode),
-                        fun, backend, _name(fun, "jacobian"))
+    return _cached(fun, ("jacobian", argnums, mode, backend), lambda: _Transformed(
+        lambda ctx, a: transforms.jacobian(ctx, fun, a, argnums, mode), fun, backend, _name(fun, "jacobian")))
 
 
 jacrev = lambda fun, argnums=0, backend=None: jacobian(fun, argnums, "rev", backend)  # noqa: E731
@@ -145,7 +166,8 @@ class _JvpOp:
     """`pb.jvp(f, primals, tangents) -> (out, tangent_out)`."""
 
     def __call__(self, fun, primals, tangents, backend: str | None = None):
-        t = _Transformed(lambda ctx, a: transforms.jvp(ctx, fun, a[0], a[1]), fun, backend, _name(fun, "jvp"))
+        t = _cached(fun, ("jvp", backend), lambda: _Transformed(
+            lambda ctx, a: transforms.jvp(ctx, fun, a[0], a[1]), fun, backend, _name(fun, "jvp")))
         return t(tuple(primals), tuple(tangents))
 
     def __pullback_stage__(self, ctx, args, kwargs):
@@ -157,8 +179,9 @@ class _VjpOp:
     """`pb.vjp(f, *primals) -> (out, vjp_fn)`; `vjp_fn(ct)` returns one cotangent per primal."""
 
     def __call__(self, fun, *primals, backend: str | None = None):
-        out = jit(fun, backend=backend)(*primals)
-        t = _Transformed(lambda ctx, a: _apply_vjp(ctx, fun, a[0], a[1]), fun, backend, _name(fun, "vjp"))
+        out = _cached(fun, ("jit", backend), lambda: jit(fun, backend=backend))(*primals)
+        t = _cached(fun, ("vjp", backend), lambda: _Transformed(
+            lambda ctx, a: _apply_vjp(ctx, fun, a[0], a[1]), fun, backend, _name(fun, "vjp")))
 
         def vjp_fn(ct):
             return t(tuple(primals), ct)
