@@ -191,3 +191,16 @@ def test_transformations_are_cached_per_function():
     assert len(calls) <= 2, len(calls)
     assert pb.grad(poly) is pb.grad(poly)
     assert api.grad(poly, argnums=0) is not api.grad(poly, argnums=(0,))
+
+
+def row_prods(x):
+    return np.sum(np.prod(x, axis=1))
+
+
+def test_prod_derivative_is_exact_at_zeros():
+    x = np.array([[1.0, 0.0, 2.0], [3.0, 4.0, 5.0], [0.0, 0.0, 7.0]])
+    want = np.array([[0.0, 2.0, 0.0], [20.0, 15.0, 12.0], [0.0, 0.0, 0.0]])
+    for backend in ("interp", "pysource"):
+        np.testing.assert_allclose(pb.grad(row_prods, backend=backend)(x), want)
+    _, t = pb.jvp(row_prods, (x,), (np.ones_like(x),))
+    assert np.isclose(t, want.sum())

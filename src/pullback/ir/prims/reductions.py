@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..types import TensorType
+from ..core import Const
+from ..types import I64, TensorType
 from . import TABLE, Row, check
-from ._util import keepdims_shape
+from ._util import c, keepdims_shape
 
 
 def _axes_type(name, t, axes):
@@ -54,13 +55,26 @@ TABLE.add(Row(
 ))
 
 
+def _prod_partials(b, x, out, axes):
+    """d prod / d x_i = prod of the others, exact with zeros (note [prod-zeros]):
+    no zero -> out / x_i; one zero -> the product of the non-zeros at that
+    element and 0 elsewhere; two or more zeros -> 0."""
+    zero = b.eq(x, c(x, 0.0))
+    nzeros = b.sum(b.cast(zero, dtype="i64"), axes=axes)
+    others = b.prod(b.where(zero, c(x, 1.0), x), axes=axes)
+    safe = b.where(zero, c(x, 1.0), x)
+    none = _expand(b, b.eq(nzeros, Const(0, I64)), x, axes)
+    one = b.and_(_expand(b, b.eq(nzeros, Const(1, I64)), x, axes), zero)
+    at_zero = b.where(one, _expand(b, others, x, axes), c(x, 0.0))
+    return b.where(none, b.div(_expand(b, out, x, axes), safe), at_zero)
+
+
 def _prod_jvp(b, a, t, o, axes):
-    # d prod = prod * sum(t / x)   (see note [prod-zeros] in docs/design.md)
-    return [b.mul(o[0], b.sum(b.div(t[0], a[0]), axes=axes))]
+    return [b.sum(b.mul(t[0], _prod_partials(b, a[0], o[0], axes)), axes=axes)]
 
 
 def _prod_vjp(b, a, o, ct, need, axes):
-    return [b.div(_expand(b, b.mul(ct[0], o[0]), a[0], axes), a[0])]
+    return [b.mul(_expand(b, ct[0], a[0], axes), _prod_partials(b, a[0], o[0], axes))]
 
 
 TABLE.add(Row("prod", _red_type("prod"), _np_red(np.prod), _prod_jvp, _prod_vjp, _cost_in))
