@@ -20,3 +20,9 @@ test: $(VENV)/.stamp
 
 test-all: $(VENV)/.stamp
 	$(BIN)/python -m pytest -q tests
+
+# Benchmarks against JAX and PyTorch: install them first with `$(BIN)/pip install -e '.[bench]'`
+# (without them the table has pullback and hand-written NumPy only). See benchmarks/README.md.
+.PHONY: bench
+bench: $(VENV)/.stamp
+	$(BIN)/python benchmarks/run.py

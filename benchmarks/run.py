@@ -1,0 +1,345 @@
+"""Benchmark pullback against JAX, PyTorch and hand-written NumPy, side by side.
+
+    PYTHONPATH=src python benchmarks/run.py [--sizes small|default] [--programs a,b]
+                                            [--threads N] [--backend pysource|numba] [--out FILE]
+
+See benchmarks/README.md for what is measured and what the columns mean.
+Thread pinning happens here, before NumPy, JAX or PyTorch are imported.
+"""
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+TOOLS = ("pullback", "jax", "torch", "numpy")
+LABEL = {"pullback": "pullback", "jax": "JAX", "torch": "PyTorch", "numpy": "NumPy (hand)"}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--sizes", default="default", choices=("small", "default"),
+                   help="input size: small (quick check) or default (timings of tens of ms)")
+    p.add_argument("--programs", default=None, help="comma-separated subset (default: all)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="cores/threads allowed (default 1: process pinned to one core)")
+    p.add_argument("--backend", default="pysource", help="pullback backend (pysource, numba, interp)")
+    p.add_argument("--tools", default=",".join(TOOLS), help="comma-separated subset of " + ",".join(TOOLS))
+    p.add_argument("--out", default=os.path.join(HERE, "results", "latest.md"), help="markdown output file")
+    p.add_argument("--min-time", type=float, default=0.2, help="seconds of timed calls per measurement (min)")
+    p.add_argument("--min-runs", type=int, default=5, help="timed calls per measurement (min)")
+    p.add_argument("--max-time", type=float, default=3.0,
+                   help="stop a measurement after this many seconds once 3 calls are done")
+    p.add_argument("--rtol", type=float, default=1e-6, help="agreement tolerance, relative to the largest entry")
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args(argv)
+
+
+def pin(threads):
+    """Restrict the process to `threads` cores and every library's thread pool to `threads`.
+    Must run before numpy / jax / torch are imported."""
+    n = str(threads)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+                "VECLIB_MAXIMUM_THREADS"):
+        os.environ[var] = n
+    if threads == 1:
+        flags = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flags).strip()
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    os.environ["JAX_ENABLE_X64"] = "1"
+    cpus = None
+    if hasattr(os, "sched_setaffinity"):
+        allowed = sorted(os.sched_getaffinity(0))
+        cpus = allowed[:threads]
+        try:
+            os.sched_setaffinity(0, set(cpus))
+        except OSError as e:  # pragma: no cover
+            print(f"warning: could not pin to cores {cpus}: {e}", file=sys.stderr)
+            cpus = None
+    return cpus
+
+
+def load_frameworks(wanted, threads):
+    """{tool: None} for available tools, {tool: reason} for skipped ones; plus versions."""
+    skipped, versions = {}, {}
+    if "jax" in wanted:
+        try:
+            import jax
+            jax.config.update("jax_enable_x64", True)
+            jax.config.update("jax_platforms", "cpu")
+            versions["jax"] = jax.__version__
+        except Exception as e:  # ImportError, or a broken install
+            skipped["jax"] = f"not installed ({type(e).__name__}: {e})"
+    if "torch" in wanted:
+        try:
+            import torch
+            torch.set_num_threads(threads)
+            try:
+                torch.set_num_interop_threads(threads)
+            except RuntimeError:
+                pass
+            versions["torch"] = torch.__version__
+        except Exception as e:
+            skipped["torch"] = f"not installed ({type(e).__name__}: {e})"
+    return skipped, versions
+
+
+# --------------------------------------------------------------------------- measuring
+
+def _sync(tool):
+    if tool == "jax":
+        import jax
+        return jax.block_until_ready
+    return lambda r: r
+
+
+def measure(fn, args, sync, min_time, min_runs, max_time):
+    """(first-call seconds, median seconds of later calls, number of calls, result)."""
+    import time
+
+    t0 = time.perf_counter()
+    result = sync(fn(*args))
+    first = time.perf_counter() - t0
+    times = []
+    total = 0.0
+    while True:
+        t0 = time.perf_counter()
+        sync(fn(*args))
+        dt = time.perf_counter() - t0
+        times.append(dt)
+        total += dt
+        if (total >= min_time and len(times) >= min_runs) or (total >= max_time and len(times) >= 3):
+            break
+    times.sort()
+    m = len(times)
+    med = times[m // 2] if m % 2 else 0.5 * (times[m // 2 - 1] + times[m // 2])
+    return first, med, m, result
+
+
+def to_vector(r):
+    """Any result (scalar, array, JAX/PyTorch array, tuple/list/dict of them) -> flat float64 vector."""
+    import numpy as np
+
+    if isinstance(r, dict):
+        r = [r[k] for k in r]
+    if isinstance(r, (tuple, list)):
+        parts = [to_vector(x) for x in r]
+        return np.concatenate(parts) if parts else np.zeros(0)
+    if hasattr(r, "detach"):  # torch.Tensor
+        r = r.detach().cpu().numpy()
+    return np.asarray(r, dtype=np.float64).reshape(-1)
+
+
+def disagreement(ref, got):
+    """Max |got - ref| / max(|ref|), or None on a shape mismatch."""
+    import numpy as np
+
+    a, b = to_vector(ref), to_vector(got)
+    if a.shape != b.shape:
+        return None
+    if a.size == 0:
+        return 0.0
+    scale = max(float(np.max(np.abs(a))), 1e-300)
+    err = float(np.max(np.abs(a - b)))
+    if not np.all(np.isfinite(b)) or not np.all(np.isfinite(a)):
+        return float("inf") if not np.array_equal(np.isfinite(a), np.isfinite(b)) else err / scale
+    return err / scale
+
+
+def run_program(mod, size, tools, args):
+    import numpy as np
+
+    inp = mod.make_input(size, np.random.default_rng(args.seed))
+    rows = {}
+    for tool in tools:
+        make = getattr(mod, f"tool_{tool}", None)
+        if make is None:
+            continue
+        row = rows[tool] = {}
+        try:
+            primal, deriv, fargs = make(inp, args.backend) if tool == "pullback" else make(inp)
+            sync = _sync(tool)
+            for what, fn in (("primal", primal), ("deriv", deriv)):
+                first, med, n, res = measure(fn, fargs, sync, args.min_time, args.min_runs, args.max_time)
+                row[what] = med
+                row[what + "_first"] = first
+                row[what + "_runs"] = n
+                row[what + "_result"] = res
+        except Exception as e:
+            row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:160]
+    ref = rows.get("pullback", {})
+    for tool, row in rows.items():
+        if tool == "pullback" or "error" in row or "error" in ref or not ref:
+            continue
+        errs = [disagreement(ref[w + "_result"], row[w + "_result"]) for w in ("primal", "deriv")]
+        row["err"] = errs
+        row["agree"] = all(e is not None and e <= args.rtol for e in errs)
+    for row in rows.values():
+        for w in ("primal", "deriv"):
+            row.pop(w + "_result", None)
+    return rows
+
+
+# --------------------------------------------------------------------------- reporting
+
+def fmt_t(s):
+    if s is None:
+        return "–"
+    if s >= 1.0:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s * 1e6:.3g} µs"
+
+
+def fmt_r(x):
+    return "–" if x is None else f"{x:.2f}×"
+
+
+def fmt_err(e):
+    return "shape mismatch" if e is None else f"{e:.1e}"
+
+
+def ratio(a, b):
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def report(results, meta, programs_desc):
+    L = []
+    L.append(f"# pullback benchmarks ({meta['sizes']} sizes)")
+    L.append("")
+    for k, v in meta["info"]:
+        L.append(f"- {k}: {v}")
+    L.append("")
+    L.append("Medians of repeated calls after a first (compile/warm-up) call; ratios measured side by side "
+             "in this run. Reproduce by rerunning, do not quote.")
+    L.append("")
+    L.append("## Summary")
+    L.append("")
+    L.append("| program | pullback primal | pullback deriv | deriv/primal: pullback | JAX | PyTorch | NumPy "
+             "| pullback/JAX deriv | pullback/PyTorch deriv | agreement |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|")
+    mismatches = []
+    for name, rows in results.items():
+        pbr = rows.get("pullback", {})
+
+        def dp(tool):
+            r = rows.get(tool, {})
+            return fmt_r(ratio(r.get("deriv"), r.get("primal")))
+
+        agree = []
+        for tool in ("jax", "torch", "numpy"):
+            r = rows.get(tool)
+            if r is None or "agree" not in r:
+                continue
+            if r["agree"]:
+                agree.append(f"{LABEL[tool]} ✓")
+            else:
+                agree.append(f"{LABEL[tool]} ✗")
+                mismatches.append(f"{name}: {LABEL[tool]} differs from pullback (primal {fmt_err(r['err'][0])}, "
+                                  f"derivative {fmt_err(r['err'][1])} relative)")
+        if "error" in pbr:
+            agree = [f"pullback failed: {pbr['error']}"]
+        L.append("| " + " | ".join([
+            name, fmt_t(pbr.get("primal")), fmt_t(pbr.get("deriv")), dp("pullback"), dp("jax"), dp("torch"),
+            dp("numpy"),
+            fmt_r(ratio(pbr.get("deriv"), rows.get("jax", {}).get("deriv"))),
+            fmt_r(ratio(pbr.get("deriv"), rows.get("torch", {}).get("deriv"))),
+            ", ".join(agree) or "–"]) + " |")
+    L.append("")
+    L.append("## Per tool")
+    L.append("")
+    L.append("| program | tool | primal | deriv | deriv/primal | first call primal | first call deriv "
+             "| calls (p/d) | max rel. diff vs pullback (p/d) |")
+    L.append("|---|---|---|---|---|---|---|---|---|")
+    errors = []
+    for name, rows in results.items():
+        for tool, r in rows.items():
+            if "error" in r:
+                errors.append(f"{name} / {LABEL[tool]}: {r['error']}")
+                L.append(f"| {name} | {LABEL[tool]} | error | | | | | | {r['error']} |")
+                continue
+            diff = "(reference)" if tool == "pullback" else (
+                " / ".join(fmt_err(e) for e in r["err"]) if "err" in r else "–")
+            L.append("| " + " | ".join([
+                name, LABEL[tool], fmt_t(r["primal"]), fmt_t(r["deriv"]), fmt_r(ratio(r["deriv"], r["primal"])),
+                fmt_t(r["primal_first"]), fmt_t(r["deriv_first"]), f"{r['primal_runs']}/{r['deriv_runs']}",
+                diff]) + " |")
+    L.append("")
+    L.append("## Agreement")
+    L.append("")
+    if mismatches or errors:
+        L.extend(f"- MISMATCH {m}" for m in mismatches)
+        L.extend(f"- ERROR {e}" for e in errors)
+    else:
+        L.append(f"All tools that ran agree with pullback (relative tolerance {meta['rtol']:g}).")
+    L.append("")
+    L.append("## Programs")
+    L.append("")
+    for name, desc in programs_desc.items():
+        L.append(f"- **{name}**: {desc}")
+    L.append("")
+    return "\n".join(L), bool(mismatches or errors)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    cpus = pin(args.threads)
+    sys.path.insert(0, HERE)
+    if os.path.join(ROOT, "src") not in sys.path:
+        sys.path.append(os.path.join(ROOT, "src"))  # PYTHONPATH=src takes precedence if given
+
+    import datetime
+    import platform
+
+    import numpy as np
+
+    import pullback
+    from programs import NAMES, load
+
+    wanted = [t.strip() for t in args.tools.split(",") if t.strip()]
+    for t in wanted:
+        if t not in TOOLS:
+            sys.exit(f"unknown tool {t!r} (available: {', '.join(TOOLS)})")
+    names = [p.strip() for p in args.programs.split(",")] if args.programs else list(NAMES)
+    for n in names:
+        if n not in NAMES:
+            sys.exit(f"unknown program {n!r} (available: {', '.join(NAMES)})")
+
+    skipped, versions = load_frameworks(wanted, args.threads)
+    tools = [t for t in wanted if t not in skipped]
+
+    results, desc = {}, {}
+    for name in names:
+        mod = load(name)
+        desc[name] = mod.DESCRIPTION
+        print(f"[{name}] ...", file=sys.stderr, flush=True)
+        results[name] = run_program(mod, args.sizes, tools, args)
+
+    info = [
+        ("date", datetime.datetime.now().isoformat(timespec="seconds")),
+        ("machine", f"{platform.machine()} {platform.processor() or ''}".strip() + f", {os.cpu_count()} cores"),
+        ("threads", f"{args.threads}" + (f" (pinned to core(s) {','.join(map(str, cpus))})" if cpus else "")),
+        ("pullback backend", args.backend),
+        ("versions", ", ".join([f"python {platform.python_version()}", f"numpy {np.__version__}",
+                                f"pullback {getattr(pullback, '__version__', '?')}"]
+                               + [f"{k} {v}" for k, v in versions.items()])),
+        ("tools run", ", ".join(LABEL[t] for t in tools)),
+    ]
+    if skipped:
+        info.append(("skipped", "; ".join(f"{LABEL[t]}: {why} — `pip install -e .[bench]`"
+                                          for t, why in skipped.items())))
+    info.append(("NumPy (hand)", "hand-written NumPy gradients, only for lse, llsq, det, det_lu, kmeans"))
+    text, bad = report(results, {"sizes": args.sizes, "info": info, "rtol": args.rtol}, desc)
+    print(text)
+    if args.out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, "w") as f:
+            f.write(text)
+        print(f"(written to {args.out})", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
