@@ -26,8 +26,10 @@ def _backend_run(name):
         from .backends.interp import run
     elif name == "pysource":
         from .backends.pysource import run
+    elif name == "numba":
+        from .backends.numba_backend import run
     else:
-        raise PullbackError(f"unknown backend {name!r}", hint="use backend='interp' or backend='pysource'")
+        raise PullbackError(f"unknown backend {name!r}", hint="use backend='interp', 'pysource' or 'numba'")
     return run
 
 
