@@ -420,6 +420,9 @@ def compile_prog(prog: Prog, fname: str | None = None):
                 disp.compile(sig)
             except (nberr.TypingError, nberr.UnsupportedError, nberr.LoweringError, nberr.NumbaError) as err:
                 raise _numba_error(err, path, src, prog) from None
+            except ImportError as err:  # numba's np.dot/matmul needs SciPy's BLAS
+                raise PullbackError(f"numba could not compile {f.name}: {err}",
+                                    hint="install SciPy (numba uses it for matmul/dot), or use backend='pysource'") from None
             entry.compile_seconds = _LAST["seconds"] = time.perf_counter() - t0
             entry.cache_hit = _LAST["cache_hit"] = sum(disp.stats.cache_hits.values()) > hits0
             seen.add(sig)
