@@ -277,13 +277,26 @@ def test_while_traced_condition():
     check(f, 0.5)
 
 
-def test_while_concrete_condition_unrolls():
+def test_while_carrying_traced_state_is_an_ir_loop():
+    """`t = 0.0; while t < T:` simulations stay loops, even with a concrete condition."""
     def f(x):
         k = 8
         while k > 1:
             x = x * 2
             k = k // 2
         return x
+
+    st = check(f, 1.5)
+    assert "WhileForm" in ops_of(st)
+
+
+def test_while_over_python_values_runs_at_staging_time():
+    def f(x):
+        k, n = 8, 1
+        while k > 1:
+            k = k // 2
+            n += 1
+        return np.zeros(n) + x  # n stays a Python int, usable as a shape
 
     st = check(f, 1.5)
     assert "WhileForm" not in ops_of(st)

@@ -11,9 +11,11 @@ Contract:
   (found by trial stagings until their types are stable). A static trip count
   falls back to unrolling when the body needs concrete values (`ConcreteNeeded`)
   or changes structure/shapes (`NeedUnroll`).
-- `stage_while`: iterates at staging time while the condition is concrete;
-  once it is traced the rest becomes an IR `Loop` (`WhileForm`) whose bool
-  condition parameter is computed before the loop and at the end of the body.
+- `stage_while`: a loop that carries traced values becomes an IR `Loop`
+  (`WhileForm`) whose bool condition parameter is computed before the loop and
+  at the end of the body, even when the condition is concrete at entry (its
+  concrete variables are then carried as traced ones). A loop over Python
+  values only iterates at staging time, until its condition becomes traced.
 Variables first assigned inside an IR loop are `Poisoned` after it.
 """
 from __future__ import annotations
@@ -404,6 +406,17 @@ def stage_while(st, s):
     count = 0
     while True:
         c = ops.to_bool(st, st.eval(s.test))
+        if count == 0 and c is True:
+            # A loop that carries traced state becomes an IR loop even when its
+            # condition is concrete at entry (`t = 0.0; while t < T:` in a
+            # simulation): the concrete values it changes are carried as traced
+            # ones. Loops over Python values only still run at staging time.
+            env0 = st.frame.vars
+            try:
+                _ir_loop(st, s, None, Traced(Const(True, TensorType("bool"))), require_traced=True)
+                return None
+            except (NeedUnroll, ConcreteNeeded):
+                st.frame.vars = env0
         if isinstance(c, Traced):
             try:
                 _ir_loop(st, s, None, c)
@@ -503,7 +516,7 @@ def _run_body(st, s, it, bb, env, idx):
         return st.frame.vars, cond
 
 
-def _ir_loop(st, s, it, cond0):
+def _ir_loop(st, s, it, cond0, require_traced=False):
     env0 = st.frame.vars
     carry = {}
     for attempt in range(8):
@@ -524,6 +537,9 @@ def _ir_loop(st, s, it, cond0):
         carry = new
     else:
         raise StagingError("the types of the loop's variables do not stabilise")
+    if require_traced and not any(isinstance(leaf, Traced) for name in carry if env0[name] is not UNSET
+                                  for leaf in flatten(env0[name])[0]):
+        raise NeedUnroll("the loop carries no traced values")
     # final staging
     bb = st.b.sub()
     env, params, init = _start_env(st, bb, env0, carry)
