@@ -173,6 +173,14 @@ class Prog:
     funcs: tuple[Func, ...]
     entry: str
 
+    def __hash__(self):
+        # backends key their compiled-code caches on the program: hash it once
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.funcs, self.entry))
+            object.__setattr__(self, "_hash", h)
+        return h
+
     def func(self, name: str) -> Func:
         for f in self.funcs:
             if f.name == name:
