@@ -146,3 +146,24 @@ def test_jacobian_and_hessian(m):
         g = pb.grad(m.f, argnums=n, backend="interp")
         np.testing.assert_allclose(pb.hessian(m.f, argnums=n, backend="interp")(*args), _fd_jacobian(g, args, n, 1e-5),
                                    rtol=max(rtol, 1e-4), atol=max(atol, 1e-5))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("m", PROGRAMS, ids=IDS)
+def test_numba_agrees_with_interp(m):
+    """The compiled backend on the whole corpus: primal, and the reverse-mode
+    derivative (gradient, or jacobian for one array output)."""
+    static = tuple(getattr(m, "STATIC_ARGNUMS", ()))
+    args = m.args()
+    rtol, atol = max(_tols(m)[0], 1e-6), max(_tols(m)[1], 1e-9)
+    _close(pb.jit(m.f, backend="numba", static_argnums=static)(*args),
+           pb.jit(m.f, backend="interp", static_argnums=static)(*args), rtol, atol)
+    f, dyn = bind_static(m.f, args, static)
+    argnums = tuple(i - sum(1 for s in static if s < i) for i in m.ARGNUMS)
+    out = pb.jit(m.f, backend="interp", static_argnums=static)(*args)
+    if isinstance(out, float) or (isinstance(out, np.ndarray) and out.shape == ()):
+        _close(pb.grad(f, argnums=argnums, backend="numba")(*dyn),
+               pb.grad(f, argnums=argnums, backend="interp")(*dyn), rtol, atol)
+    elif isinstance(out, np.ndarray) and len(argnums) == 1:
+        _close(pb.jacobian(f, argnums=argnums[0], backend="numba")(*dyn),
+               pb.jacobian(f, argnums=argnums[0], backend="interp")(*dyn), rtol, atol)
