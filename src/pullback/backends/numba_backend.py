@@ -213,7 +213,9 @@ class NumbaDialect:
         out_nd = len(out_t.shape) if isinstance(out_t, TensorType) else 0
         if op in ps._BIN_FN and len(args) == 2:
             x, y = args
-            if op in ps._BIN_OP:
+            if op == "matmul":  # numba's BLAS path wants contiguous operands (transposes are views)
+                text = f"np.ascontiguousarray({A(x)}) @ np.ascontiguousarray({A(y)})"
+            elif op in ps._BIN_OP:
                 text = f"{fe.op_a(x)} {ps._BIN_OP[op]} {fe.op_a(y)}"
             else:
                 text = f"{ps._BIN_FN[op]}({A(x)}, {A(y)})"
