@@ -172,14 +172,7 @@ class NumbaDialect:
     def update(self, fe, st, depth) -> None:
         e: Prim = st.exp
         x = e.args[0]
-        out = st.pat[0]
-        if id(st) in fe.own.inplace:
-            name = fe.a(x)
-            fe.prefer.pop(out, None)
-            fe.py[out] = name
-        else:
-            name = fe.bind(out)
-            fe.line(depth, f"{name} = {fe.a(x)}.copy()" if _ndim(x) > 0 else f"{name} = {fe.a(x)}")
+        name = fe.update_target(st, depth, scalar_copy="{}")
         if e.op == "index_update":
             v = e.args[1]
             if _ndim(x) == 0:  # a scalar "array" updated whole

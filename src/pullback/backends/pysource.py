@@ -639,19 +639,26 @@ class _FuncEmitter:
         outs = [self.bind(v) for v in st.pat]
         self.line(depth, f"{', '.join(outs)} = {rhs}")
 
-    def update(self, st: Let, depth: int) -> None:
-        e: Prim = st.exp
-        x = e.args[0]
+    def update_target(self, st: Let, depth: int, scalar_copy: str = "np.array({})") -> str:
+        """The Python name an update writes into: the input array itself when the
+        ownership analysis allows it in place, else a fresh copy."""
+        x = st.exp.args[0]
         out = st.pat[0]
         if id(st) in self.own.inplace:
             name = self.a(x)
             self.prefer.pop(out, None)
             self.py[out] = name
-        else:
-            name = self.bind(out)
-            src = self.a(x)
-            copy = f"{src}.copy()" if _ndim(x) > 0 else f"np.array({src})"
-            self.line(depth, f"{name} = {copy}")
+            return name
+        name = self.bind(out)
+        src = self.a(x)
+        copy = f"{src}.copy()" if _ndim(x) > 0 else scalar_copy.format(src)
+        self.line(depth, f"{name} = {copy}")
+        return name
+
+    def update(self, st: Let, depth: int) -> None:
+        e: Prim = st.exp
+        x = e.args[0]
+        name = self.update_target(st, depth)
         if e.op == "index_update":
             v = e.args[1]
             ix = self.index_text(x, e.p["spec"], e.args[2:], drop_trailing=False)
