@@ -181,20 +181,18 @@ _reg(np.argmax)(lambda st, a, axis=None: ops.argext(st, "argmax", a, axis))
 _reg(np.argmin)(lambda st, a, axis=None: ops.argext(st, "argmin", a, axis))
 
 
-@_reg(np.any)
-def _any(st, a, axis=None, keepdims=False):
-    a = a if isinstance(a, Traced) else ops.as_traced(st, a)
-    if a.type.dtype != "bool":
-        a = ops.to_bool_array(st, a)
-    return ops.reduce(st, "max", a, axis=axis, keepdims=keepdims)
+def _bool_reduction(red):
+    """np.any / np.all: max / min over the array seen as bools."""
+    def fn(st, a, axis=None, keepdims=False):
+        a = a if isinstance(a, Traced) else ops.as_traced(st, a)
+        if a.type.dtype != "bool":
+            a = ops.to_bool_array(st, a)
+        return ops.reduce(st, red, a, axis=axis, keepdims=keepdims)
+    return fn
 
 
-@_reg(np.all)
-def _all(st, a, axis=None, keepdims=False):
-    a = a if isinstance(a, Traced) else ops.as_traced(st, a)
-    if a.type.dtype != "bool":
-        a = ops.to_bool_array(st, a)
-    return ops.reduce(st, "min", a, axis=axis, keepdims=keepdims)
+_reg(np.any)(_bool_reduction("max"))
+_reg(np.all)(_bool_reduction("min"))
 
 
 @_reg(np.var)

@@ -65,6 +65,11 @@ def _scalar(v, dtype: str) -> str:
         return "true" if bool(v) else "false"
     if dtype == "i64":
         return str(int(v))
+    return _float(v)
+
+
+def _float(v) -> str:
+    """A float literal that reads back exactly (nan, inf, -inf included)."""
     v = float(v)
     if math.isnan(v):
         return "nan"
@@ -98,12 +103,7 @@ def print_param_value(v) -> str:
     if isinstance(v, (int, np.integer)):
         return str(int(v))
     if isinstance(v, (float, np.floating)):
-        v = float(v)
-        if math.isnan(v):
-            return "nan"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        return repr(v)
+        return _float(v)
     if isinstance(v, str):
         return repr(v)
     if isinstance(v, (tuple, list)):
