@@ -2,6 +2,12 @@
 
 - Puts ``src`` on ``sys.path`` when pullback is not installed.
 - Sets ``PULLBACK_CHECKS=1`` so the IR type checker runs after every pass.
+- Sets ``PULLBACK_BACKEND=pysource`` unless it is set: tests that do not name
+  a backend test semantics, and pysource runs them without compiling. The
+  numba backend (the default for users) has its own tests, which name it:
+  tests/backends/test_numba.py, the corpus agreement tests in
+  tests/test_corpus.py and the default-backend tests in tests/test_api.py.
+  ``PULLBACK_BACKEND=numba make test-all`` runs everything on numba.
 - Registers the ``slow`` marker (deselect with ``-m 'not slow'``).
 - Registers Hypothesis profiles: ``default`` (deadline off) and ``ci``
   (derandomized); pick one with ``HYPOTHESIS_PROFILE=ci``.
@@ -17,6 +23,7 @@ if importlib.util.find_spec("pullback") is None and os.path.isdir(_SRC):
     sys.path.insert(0, _SRC)
 
 os.environ["PULLBACK_CHECKS"] = "1"
+os.environ.setdefault("PULLBACK_BACKEND", "pysource")
 
 try:
     from hypothesis import HealthCheck, settings

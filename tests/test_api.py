@@ -85,7 +85,7 @@ def test_derivative_source_is_readable():
     assert "x_tan" in fsrc
 
 
-@pytest.mark.parametrize("backend", ["interp", "pysource"])
+@pytest.mark.parametrize("backend", ["interp", "pysource", "numba"])
 def test_backends_agree(backend):
     x = np.linspace(0.1, 1.0, 5)
     np.testing.assert_allclose(pb.grad(prefix, backend=backend)(x), pb.grad(prefix, backend="interp")(x))
@@ -204,3 +204,30 @@ def test_prod_derivative_is_exact_at_zeros():
         np.testing.assert_allclose(pb.grad(row_prods, backend=backend)(x), want)
     _, t = pb.jvp(row_prods, (x,), (np.ones_like(x),))
     assert np.isclose(t, want.sum())
+
+
+def test_default_backend_is_numba(monkeypatch):
+    """Users get compiled code: with no backend and no $PULLBACK_BACKEND, numba runs it."""
+    monkeypatch.delenv("PULLBACK_BACKEND", raising=False)
+
+    def f(x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s = s + np.sin(x[i]) * x[i]
+        return s
+
+    g = pb.grad(f)
+    x = np.linspace(0.1, 1.0, 7)
+    np.testing.assert_allclose(g(x), np.cos(x) * x + np.sin(x), rtol=1e-12)
+    assert g._jit.backend == "numba"
+    from pullback.backends import numba_backend
+
+    assert numba_backend.last_compile_seconds() is not None
+
+
+def test_pullback_backend_variable_selects_and_is_checked(monkeypatch):
+    monkeypatch.setenv("PULLBACK_BACKEND", "interp")
+    assert pb.jit(lambda x: x * 2.0).backend == "interp"
+    monkeypatch.setenv("PULLBACK_BACKEND", "fortran")
+    with pytest.raises(PullbackError, match="PULLBACK_BACKEND='fortran' is not a backend"):
+        pb.jit(lambda x: x * 2.0)

@@ -148,8 +148,16 @@ def test_jacobian_and_hessian(m):
                                    rtol=max(rtol, 1e-4), atol=max(atol, 1e-5))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("m", PROGRAMS, ids=IDS)
+# corpus programs run on numba in the fast suite: one or more of each construct
+# (while loops with run-time stores, if, recursion, in-place updates, tuples and
+# pytrees, broadcasting, float32, integer indexing); the rest are marked slow
+NUMBA_FAST = {"broadcasting", "det_gauss_inplace", "det_minors_recursive", "particle_sim_while",
+              "float32_mlp", "pytree_tuple_list", "elif_chain", "newton_sqrt", "prefix_sum_inplace",
+              "gather_int_index", "reductions_axis", "break_continue"}
+
+
+@pytest.mark.parametrize("m", [pytest.param(m, marks=() if i in NUMBA_FAST else pytest.mark.slow)
+                               for m, i in zip(PROGRAMS, IDS)], ids=IDS)
 def test_numba_agrees_with_interp(m):
     """The compiled backend on the whole corpus: primal, and the reverse-mode
     derivative (gradient, or jacobian for one array output)."""

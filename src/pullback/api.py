@@ -3,13 +3,15 @@
 Contract: every transformation returns a callable that takes and returns
 NumPy arrays and floats (pytrees of them). Calling it stages the function for
 the argument signature (cached, as `jax.jit` does), derives IR, and runs it on
-a backend (`backend="interp"` is the reference semantics, `"pysource"` runs
-the readable emitted Python). Each transformation object also has
+a backend: `"numba"` (the default; `$PULLBACK_BACKEND` changes it) compiles
+the emitted code with Numba, `"interp"` is the reference semantics and
+`"pysource"` runs the readable emitted NumPy Python. Each transformation object also has
 `__pullback_stage__`, so it may be called inside code that pullback itself
 stages and differentiates (grad of grad, grad of a function that calls grad).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +20,18 @@ from . import transforms
 from .errors import PullbackError
 from .pytree import flatten, unflatten
 
-DEFAULT_BACKEND = "pysource"
+DEFAULT_BACKEND = "numba"
+BACKENDS = ("numba", "pysource", "interp")
+
+
+def default_backend() -> str:
+    """The backend transformations use when none is given: ``$PULLBACK_BACKEND``
+    if set (``numba``, ``pysource`` or ``interp``), else ``"numba"``."""
+    name = os.environ.get("PULLBACK_BACKEND") or DEFAULT_BACKEND
+    if name not in BACKENDS:
+        raise PullbackError(f"PULLBACK_BACKEND={name!r} is not a backend",
+                            hint="set PULLBACK_BACKEND to 'numba', 'pysource' or 'interp', or unset it")
+    return name
 
 
 def _backend_run(name):
@@ -31,6 +44,33 @@ def _backend_run(name):
     else:
         raise PullbackError(f"unknown backend {name!r}", hint="use backend='interp', 'pysource' or 'numba'")
     return run
+
+
+def _runner(name, prog):
+    """A callable running `prog`'s entry on leaf values (compiled once, for numba)."""
+    if name == "numba":
+        from .backends.numba_backend import compiled
+
+        return compiled(prog)
+    run = _backend_run(name)
+    return lambda *leaves: run(prog, *leaves)
+
+
+_SIMPLE = (float, int, bool)
+
+
+def _fast_key(args):
+    """A cheap signature key when every argument is an array or a number (no
+    pytrees); None otherwise, and the general key is used."""
+    key = []
+    for a in args:
+        if isinstance(a, (np.ndarray, np.generic)):
+            key.append((a.dtype, a.shape))
+        elif type(a) in _SIMPLE:
+            key.append(type(a))
+        else:
+            return None
+    return tuple(key)
 
 
 def _to_output(v):
@@ -61,9 +101,10 @@ class jit:
 
     def __init__(self, fun, backend: str | None = None, static_argnums=()):
         self.fun = fun
-        self.backend = backend or DEFAULT_BACKEND
+        self.backend = backend or default_backend()
         self.static_argnums = tuple((static_argnums,) if isinstance(static_argnums, int) else static_argnums)
         self._cache = {}
+        self._fast = {}   # _fast_key -> (runner, out_tree), for calls without pytrees or static args
         self.__name__ = getattr(fun, "__name__", "jitted")
         self.__doc__ = getattr(fun, "__doc__", None)
 
@@ -79,11 +120,21 @@ class jit:
     def __call__(self, *args, **kwargs):
         if kwargs:
             args = _positional(self.fun, args, kwargs)
-        st = self.staged(*args)
-        dyn = tuple(a for i, a in enumerate(args) if i not in self.static_argnums)
-        leaves, _ = flatten(dyn)
-        outs = _backend_run(self.backend)(st.prog, *leaves)
-        return unflatten(st.out_tree, [_to_output(o) for o in outs])
+        fast = None if self.static_argnums else _fast_key(args)
+        hit = self._fast.get(fast) if fast is not None else None
+        if hit is not None:
+            run, out_tree = hit
+            leaves = args
+        else:
+            st = self.staged(*args)
+            if st.runner is None:
+                st.runner = _runner(self.backend, st.prog)
+            run, out_tree = st.runner, st.out_tree
+            dyn = tuple(a for i, a in enumerate(args) if i not in self.static_argnums)
+            leaves, _ = flatten(dyn)
+            if fast is not None:
+                self._fast[fast] = (run, out_tree)
+        return unflatten(out_tree, [_to_output(o) for o in run(*leaves)])
 
     def __pullback_stage__(self, ctx, args, kwargs):
         fname, leaves, in_tree, out_tree, ret_types = transforms.stage_fn(ctx, self.fun, args)

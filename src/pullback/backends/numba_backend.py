@@ -37,7 +37,9 @@ import numpy as np
 
 from ..errors import PullbackError
 from ..ir.core import Const, Prim, Prog
+from ..ir.prims.indexing import region_shape
 from ..ir.types import StoreType, TensorType
+from . import numba_fusion as fusion
 from . import pysource as ps
 
 _VERSION = "1"
@@ -119,6 +121,16 @@ class NumbaDialect:
                 fe.lines[i] += f"  # pb:{op}"
         return True
 
+    def fusion_plan(self, body):
+        return fusion.plan(body)
+
+    def emit_group(self, fe, g, depth) -> None:
+        fusion.emit(fe, self, g, depth)
+
+    def scalar_expr(self, fe, e: Prim, pat) -> str:
+        """The text of a primitive on scalars (used inside fused loops)."""
+        return self.expr(fe, e, pat) or fe.expr(e, pat)
+
     # -- helpers ------------------------------------------------------------------------
     def helper(self, name: str, src: str) -> str:
         self.helpers.setdefault(name, src)
@@ -179,9 +191,28 @@ class NumbaDialect:
                 rhs = fe.a(v) if e.p["mode"] == "set" else f"{name} + {fe.a(v)}"
                 fe.line(depth, f"{name} = {rhs}")
                 return
-            ix = fe.index_text(x, e.p["spec"], e.args[2:], drop_trailing=False)
             opr = "=" if e.p["mode"] == "set" else "+="
-            fe.line(depth, f"{name}[{ix}] {opr} {fe.a(v)}")
+            spec = e.p["spec"]
+            region = region_shape(tuple(x.type.shape), spec)
+            if not region:
+                fe.line(depth, f"{name}[{fe.index_text(x, spec, e.args[2:], drop_trailing=False)}] {opr} {fe.a(v)}")
+                return
+            # a region: an explicit loop nest (numba's slice assignment is slow to compile)
+            js = [fe.fresh(f"j{d}") for d in range(len(region))]
+            target, it, jt = [], iter(e.args[2:]), iter(js)
+            for d, sp in zip(x.type.shape, tuple(spec) + (("s", None, None, None),) * (_ndim(x) - len(spec))):
+                if sp[0] == "d":
+                    i = next(it)
+                    target.append(f"int({fe.a(i)})" if i.type.dtype == "bool" else fe.a(i))
+                else:
+                    r = range(*slice(sp[1], sp[2], sp[3]).indices(int(d)))
+                    j = next(jt)
+                    term = j if r.step == 1 else f"{r.step} * {j}"
+                    target.append(term if r.start == 0 else f"{r.start} + {term}")
+            val = fe.a(v) if _ndim(v) == 0 else f"{fe.a(v)}[{fusion.broadcast_index(v, region, js)}]"
+            for d, (j, n) in enumerate(zip(js, region)):
+                fe.line(depth + d, f"for {j} in range({n}):")
+            fe.line(depth + len(region), f"{name}[{', '.join(target)}] {opr} {val}")
             return
         idx, v = e.args[1], e.args[2]
         axis = e.p["axis"]
@@ -379,13 +410,14 @@ def _numba_error(err, path: str, src: str, prog: Prog) -> PullbackError:
         hint=f"use backend='pysource' for this program; generated source: {path}")
 
 
-def _out(r, t):
-    if isinstance(t, TensorType):
-        dt = ps._np_dtype(t.dtype)
-        if t.shape:
-            return r if isinstance(r, np.ndarray) and r.dtype == dt else np.asarray(r, dtype=dt)
-        return np.asarray(r, dtype=dt)[()]
-    return r
+def _out_fn(t):
+    """Converts one result of numba code to the interpreter's value for type `t`."""
+    if not isinstance(t, TensorType):
+        return lambda r: r
+    dt = ps._np_dtype(t.dtype)
+    if t.shape:
+        return lambda r: r if isinstance(r, np.ndarray) and r.dtype == dt else np.asarray(r, dtype=dt)
+    return lambda r: np.asarray(r, dtype=dt)[()]
 
 
 def compile_prog(prog: Prog, fname: str | None = None):
@@ -400,6 +432,7 @@ def compile_prog(prog: Prog, fname: str | None = None):
     disp = getattr(mod, ps._Module(prog, True).fnames[f.name])
     np_types = [ps._param_dtype(p.type) for p in f.params]
     ret_types = f.ret_types
+    outs = [_out_fn(t) for t in ret_types]
     seen: set = set()
 
     def entry(*args):
@@ -407,8 +440,9 @@ def compile_prog(prog: Prog, fname: str | None = None):
             raise PullbackError(f"{f.name} takes {len(f.params)} arguments, got {len(args)}")
         args = [ps._coerce(a, dt) for a, dt in zip(args, np_types)]
         args = [a.copy() if isinstance(a, np.ndarray) and not a.flags.writeable else a for a in args]
-        sig = tuple(numba.typeof(a) for a in args)
-        if sig not in seen:
+        key = tuple((a.ndim, a.flags.c_contiguous) if isinstance(a, np.ndarray) else type(a) for a in args)
+        if key not in seen:
+            sig = tuple(numba.typeof(a) for a in args)
             hits0 = sum(disp.stats.cache_hits.values())
             t0 = time.perf_counter()
             try:
@@ -420,10 +454,11 @@ def compile_prog(prog: Prog, fname: str | None = None):
                                     hint="install SciPy (numba uses it for matmul/dot), or use backend='pysource'") from None
             entry.compile_seconds = _LAST["seconds"] = time.perf_counter() - t0
             entry.cache_hit = _LAST["cache_hit"] = sum(disp.stats.cache_hits.values()) > hits0
-            seen.add(sig)
+            seen.add(key)
         r = disp(*args)
-        rs = [r] if len(ret_types) == 1 else list(r)
-        return [_out(v, t) for v, t in zip(rs, ret_types)]
+        if len(outs) == 1:
+            return [outs[0](r)]
+        return [o(v) for o, v in zip(outs, r)]
 
     entry.__wrapped__ = disp
     entry.source = src
@@ -437,6 +472,11 @@ def compile_prog(prog: Prog, fname: str | None = None):
 def run(prog: Prog, *args, fname: str | None = None, meter=None) -> list:
     """Compile `prog` (memoized per program) and run it on leaf values. `meter`
     is ignored: stores under numba report no bytes."""
+    return compiled(prog, fname)(*args)
+
+
+def compiled(prog: Prog, fname: str | None = None):
+    """`compile_prog(prog, fname)`, memoized per program."""
     key = (prog, fname)
     try:
         fn = _MEMO.get(key)
@@ -448,4 +488,4 @@ def run(prog: Prog, *args, fname: str | None = None, meter=None) -> list:
             if len(_MEMO) > 256:
                 _MEMO.clear()
             _MEMO[key] = fn
-    return fn(*args)
+    return fn

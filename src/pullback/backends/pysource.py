@@ -455,10 +455,22 @@ class _FuncEmitter:
         """Emit `body`'s statements; with `targets`, assign its results to them."""
         self.here.append(set(binders))
         n0 = len(self.lines)
-        for st in body.stmts:
+        dialect = self.mod.dialect
+        groups = dialect.fusion_plan(body) if dialect is not None else {}
+        k = 0
+        while k < len(body.stmts):
+            g = groups.get(k)
+            if g is not None:  # a fused run of elementwise statements (numba dialect)
+                dialect.emit_group(self, g, depth)
+                for st in body.stmts[g.start:g.end]:
+                    self.here[-1].update(st.pat)
+                k = g.end
+                continue
+            st = body.stmts[k]
             self.provenance(st, depth)
             self.stmt(st, depth)
             self.here[-1].update(st.pat)
+            k += 1
         if targets is not None:
             self.assign(depth, targets, [self.a(x) for x in body.result])
         if len(self.lines) == n0 and targets is not None:

@@ -36,6 +36,7 @@ class Staged:
     in_tree: TreeDef
     out_tree: TreeDef
     in_types: list
+    runner: object = None  # set by `pb.jit`: the backend's compiled entry for `prog`
 
 
 def stage(fn, args, static_argnums=()) -> Staged:

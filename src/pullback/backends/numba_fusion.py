@@ -1,0 +1,163 @@
+"""Elementwise fusion for the numba dialect: runs of array-valued elementwise
+statements become one explicit loop nest over scalars (note [numba-fusion]).
+
+Contract:
+- `plan(body) -> dict[int, Group]`: for a body's statement list, the groups to
+  fuse, keyed by the index of their first statement. A group is a maximal run
+  of statements `stmts[start:end]` in which every statement is either *fused*
+  (an elementwise primitive whose result has the group's static shape S, and
+  whose array operands broadcast to S) or *hoisted* (a pure primitive that
+  reads no fused result: it is emitted before the loop, unchanged). Groups
+  have at least two fused statements.
+- `emit(fe, dialect, group, depth)`: emits the hoisted statements, then
+  ``for i0 in range(S0): for i1 ...:`` computing every fused statement as a
+  scalar (with the same scalar forms the dialect prints for 0-d code), and
+  writes into a fresh ``np.empty(S)`` only the results used after the group.
+  Semantics are unchanged: every materialized result is a fresh array, as the
+  unfused NumPy expression would have made; the others are never observed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir.core import Body, Const, Let, Prim, Var
+from ..ir.traverse import free_vars
+from ..ir.types import TensorType
+from . import pysource as ps
+
+_ELEMENTWISE = (set(ps._UNARY_FN) | (set(ps._BIN_FN) - {"matmul"}) | {"logistic", "where", "cast"})
+# pure primitives that may move before a fused loop (never stores or updates)
+_NOT_HOISTABLE = ps._STORE_OPS | {"index_update", "take_add"}
+
+
+@dataclass
+class Group:
+    start: int
+    end: int
+    shape: tuple
+    fused: list = field(default_factory=list)     # Lets, in order
+    hoisted: list = field(default_factory=list)   # Lets, in order
+    keep: set = field(default_factory=set)        # fused results used after the group
+
+
+def _out_type(st: Let):
+    return st.pat[0].type if len(st.pat) == 1 else None
+
+
+def _fusable(st: Let, shape: tuple | None) -> bool:
+    e = st.exp
+    if not (isinstance(e, Prim) and e.op in _ELEMENTWISE):
+        return False
+    t = _out_type(st)
+    if not isinstance(t, TensorType) or not t.shape or (shape is not None and tuple(t.shape) != shape):
+        return False
+    return all(isinstance(a.type, TensorType) for a in e.args)
+
+
+def _hoistable(st: Let, fused_vars: set) -> bool:
+    e = st.exp
+    return (isinstance(e, Prim) and e.op not in _NOT_HOISTABLE and e.op in ps.KNOWN_PRIMS
+            and not any(isinstance(a, Var) and a in fused_vars for a in e.args))
+
+
+def plan(body: Body) -> dict[int, Group]:
+    stmts = body.stmts
+    # uses_after[k]: vars read by stmts[k:] or the body's result
+    uses_after = [set() for _ in range(len(stmts) + 1)]
+    uses_after[-1] = {a for a in body.result if isinstance(a, Var)}
+    for k in range(len(stmts) - 1, -1, -1):
+        uses_after[k] = uses_after[k + 1] | free_vars(stmts[k].exp)
+    groups: dict[int, Group] = {}
+    k = 0
+    while k < len(stmts):
+        if not _fusable(stmts[k], None):
+            k += 1
+            continue
+        g = Group(k, k, tuple(_out_type(stmts[k]).shape))
+        fused_vars: set = set()
+        j = k
+        while j < len(stmts):
+            st = stmts[j]
+            if _fusable(st, g.shape):
+                g.fused.append(st)
+                fused_vars.update(st.pat)
+            elif _hoistable(st, fused_vars):
+                g.hoisted.append(st)
+            else:
+                break
+            j += 1
+        # trailing hoisted statements stay where they were
+        while g.hoisted and g.hoisted[-1] is stmts[j - 1]:
+            g.hoisted.pop()
+            j -= 1
+        g.end = j
+        if len(g.fused) >= 2:
+            g.keep = fused_vars & uses_after[j]
+            groups[k] = g
+            k = j
+        else:
+            k += 1
+    return groups
+
+
+def broadcast_index(x, shape: tuple, idx: list[str]) -> str:
+    """Index text of array `x` (broadcast to `shape`) at loop position `idx`."""
+    xs = tuple(x.type.shape)
+    off = len(shape) - len(xs)
+    return ", ".join("0" if (d == 1 and shape[off + j] != 1) else idx[off + j] for j, d in enumerate(xs))
+
+
+def emit(fe, dialect, g: Group, depth: int) -> None:
+    for st in g.hoisted:
+        fe.provenance(st, depth)
+        fe.stmt(st, depth)
+    fused_vars = {st.pat[0] for st in g.fused}
+    arrays: dict = {}  # array operand -> the name it is read through (constants bound once)
+    for st in g.fused:
+        for a in st.exp.args:
+            if a.type.shape and a not in arrays and a not in fused_vars:
+                if isinstance(a, Const):
+                    arrays[a] = fe.fresh("c")
+                    fe.line(depth, f"{arrays[a]} = {fe.a(a)}")
+                else:
+                    arrays[a] = fe.a(a)
+    outs, renames = {}, []
+    read = set(arrays.values())
+    for st in g.fused:
+        v = st.pat[0]
+        if v in g.keep:
+            outs[v] = fe.bind(v)
+            if outs[v] in read:  # `y = y + t`: fill a new array, then rebind the name
+                renames.append((outs[v], fe.fresh(f"{v.name}_new")))
+                outs[v] = renames[-1][1]
+            fe.line(depth, f"{outs[v]} = np.empty({ps._shape_lit(g.shape)}, dtype={ps._NP_DTYPE[v.type.dtype]})")
+    idx = [fe.fresh(f"i{d}") for d in range(len(g.shape))]
+    for d, (i, n) in enumerate(zip(idx, g.shape)):
+        fe.line(depth + d, f"for {i} in range({int(n)}):")
+    inner = depth + len(g.shape)
+    scalars: dict = {}  # fused result -> its scalar name in the loop
+    for st in g.fused:
+        e: Prim = st.exp
+        v = st.pat[0]
+        fe.provenance(st, inner)
+        args = []
+        for a in e.args:
+            if isinstance(a, Const) and not a.type.shape:
+                args.append(a)
+                continue
+            sv = Var(f"\0{len(fe.py)}", TensorType(a.type.dtype, ()))
+            if a in scalars:
+                fe.py[sv] = scalars[a]
+            elif a.type.shape:
+                fe.py[sv] = f"{arrays[a]}[{broadcast_index(a, g.shape, idx)}]"
+            else:
+                fe.py[sv] = fe.a(a)
+            fe.strong.add(sv)
+            args.append(sv)
+        sout = Var(f"\0{len(fe.py)}", TensorType(v.type.dtype, ()))
+        text = dialect.scalar_expr(fe, Prim(e.op, tuple(args), e.params), [sout])
+        scalars[v] = name = fe.fresh(f"{v.name}_k")
+        fe.line(inner, f"{name} = {text}  # pb:{e.op}")
+        if v in outs:
+            fe.line(inner, f"{outs[v]}[{', '.join(idx)}] = {name}")
+    fe.assign(depth, [a for a, _ in renames], [b for _, b in renames])
