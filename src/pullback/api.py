@@ -18,6 +18,7 @@ import numpy as np
 
 from . import transforms
 from .errors import PullbackError
+from .passes.dead_results import dead_results
 from .pytree import flatten, unflatten
 
 DEFAULT_BACKEND = "numba"
@@ -114,7 +115,9 @@ class jit:
         key = signature_key(args, self.static_argnums)
         hit = self._cache.get(key)
         if hit is None:
-            hit = self._cache[key] = stage(self.fun, args, static_argnums=self.static_argnums)
+            hit = stage(self.fun, args, static_argnums=self.static_argnums)
+            hit.prog = dead_results(hit.prog)
+            self._cache[key] = hit
         return hit
 
     def __call__(self, *args, **kwargs):

@@ -345,3 +345,21 @@ def test_compile_prog_calling_convention():
     assert "def fact(n):" in fn.source
     with pytest.raises(Exception):
         fn(1)
+
+
+def test_slices_of_an_updated_array_are_copied_not_the_array():
+    """The adjoint of `D[:, j] = v` reads a column then zeroes it: the column is
+    copied, and the matrix is updated in place (not copied per iteration)."""
+    import pullback as pb
+
+    def cost(C, P):
+        D = np.zeros((P.shape[0], C.shape[0]))
+        for j in range(C.shape[0]):
+            diff = P - C[j]
+            D[:, j] = np.sum(diff * diff, axis=1)
+        return np.sum(np.min(D, axis=1))
+
+    C, P = np.random.default_rng(0).normal(size=(3, 2)), np.random.default_rng(1).normal(size=(6, 2))
+    src = pb.derivative_source(cost, C, P)
+    assert "D_adj = D_adj.copy()" not in src and "D = D.copy()" not in src, src
+    np.testing.assert_allclose(pb.grad(cost, backend="pysource")(C, P), pb.grad(cost, backend="interp")(C, P))

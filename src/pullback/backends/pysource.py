@@ -115,9 +115,21 @@ class _Ownership:
 
         self.count: Counter = Counter()  # aliasing uses, all kinds
         self.base: Counter = Counter()   # aliasing uses other than loop inits / loop-body results
+        self.inits: Counter = Counter()  # uses as a loop's initial value (the inner loop owns or copies it)
+        # Slices of an array that is updated somewhere in the function, and slices
+        # saved in a store (undo logs), are copied when read: copying the slice
+        # lets the array itself be updated in place instead of copied whole.
+        prims = [st for st in iter_lets(f.body) if isinstance(st.exp, Prim)]
+        pushed = {st.exp.args[1] for st in prims if st.exp.op == "store_push"}
+        updated = {st.exp.args[0] for st in prims if st.exp.op in ("index_update", "take_add")}
+        self.copied: set = {st.pat[0] for st in prims
+                            if st.exp.op == "index" and _aliasing_args(st.exp)
+                            and (st.pat[0] in pushed or st.exp.args[0] in updated)}
         for st in iter_lets(f.body):
             e = st.exp
             if isinstance(e, Prim):
+                if e.op == "index" and st.pat[0] in self.copied:
+                    continue
                 for a in _aliasing_args(e):
                     self._use(a, True)
             elif isinstance(e, Apply):
@@ -130,6 +142,8 @@ class _Ownership:
             elif isinstance(e, Loop):
                 for a in e.init:
                     self._use(a, False)
+                    if isinstance(a, Var):
+                        self.inits[a] += 1
                 for a in e.body.result:
                     self._use(a, False)
             else:
@@ -170,7 +184,7 @@ class _Ownership:
                     if (x in here and x in self.owned and self.count[x] == 0 and last.get(x) == k
                             and x not in e.args[1:] and _ndim(x) > 0):
                         self.inplace.add(id(st))
-                if _fresh_result(e):
+                if _fresh_result(e) or (e.op == "index" and st.pat and st.pat[0] in self.copied):
                     for v in st.pat:
                         if _ndim(v) > 0:
                             self.owned.add(v)
@@ -222,7 +236,9 @@ class _Ownership:
                 if r == p:
                     continue
                 copy.add(j)
-            if self.count[p] > (1 if r == p else 0):
+            # a use as an inner loop's initial value is safe: that loop copies it
+            # at entry unless it is the last use (then ownership passes on)
+            if self.count[p] - self.inits[p] > (1 if r == p else 0):
                 continue
             if r != p and not (isinstance(r, Var) and r in bound_in_body and self.count[r] == 1):
                 continue
@@ -745,7 +761,8 @@ class _FuncEmitter:
             spec = p["spec"]
             if not spec:
                 return f"{A(x)}.copy()" if _ndim(x) > 0 else f"np.asarray({A(x)})[()]"
-            return f"{A(x)}[{self.index_text(x, spec, args[1:])}]"
+            copy = ".copy()" if pat and pat[0] in self.own.copied else ""
+            return f"{A(x)}[{self.index_text(x, spec, args[1:])}]{copy}"
         if op == "take":
             x, idx = args
             axis = p["axis"]
