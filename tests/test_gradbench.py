@@ -15,9 +15,13 @@ import pytest
 SRC = pathlib.Path(__file__).parents[1] / "src"
 
 
-def session(messages, raw_lines=()):
-    """Run one tool process on `messages` (dicts) followed by `raw_lines`; the replies."""
+def session(messages, raw_lines=(), default_backend=False):
+    """Run one tool process on `messages` (dicts) followed by `raw_lines`; the replies.
+    `default_backend`: run on pullback's default (numba), not the tests' pysource."""
     env = dict(os.environ)
+    if default_backend:
+        env.pop("PULLBACK_BACKEND", None)
+        env.pop("PULLBACK_GRADBENCH_BACKEND", None)
     env["PYTHONPATH"] = str(SRC) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     text = "".join(json.dumps(m) + "\n" for m in messages) + "".join(line + "\n" for line in raw_lines)
     proc = subprocess.run([sys.executable, "-m", "pullback.gradbench"], input=text, capture_output=True,
@@ -28,21 +32,22 @@ def session(messages, raw_lines=()):
     return replies
 
 
-def evaluate(module, functions_inputs):
+def evaluate(module, functions_inputs, default_backend=False):
     """start, define, then one evaluate per (function, input); the evaluate outputs."""
     msgs = [{"id": 0, "kind": "start"}, {"id": 1, "kind": "define", "module": module}]
     for i, (fn, inp) in enumerate(functions_inputs):
         msgs.append({"id": 2 + i, "kind": "evaluate", "module": module, "function": fn,
                      "input": dict(inp, min_runs=1, min_seconds=0)})
-    replies = session(msgs)
+    replies = session(msgs, default_backend=default_backend)
     assert replies[0] == {"id": 0, "tool": "pullback"}
     assert replies[1]["id"] == 1 and replies[1]["success"] is True, replies[1]
     outs = []
     for msg, rep in zip(msgs[2:], replies[2:]):
         assert rep["id"] == msg["id"]
         assert rep["success"] is True, rep
-        assert len(rep["timings"]) >= 1
-        assert all(t["name"] == "evaluate" and t["nanoseconds"] >= 0 for t in rep["timings"])
+        names = [t["name"] for t in rep["timings"]]
+        assert names[0] == "warmup" and names[1:] == ["evaluate"] * (len(names) - 1) and len(names) >= 2
+        assert all(t["nanoseconds"] >= 0 for t in rep["timings"])
         outs.append(rep["output"])
     return outs
 
@@ -90,7 +95,7 @@ def test_protocol():
     for r in replies[4:8]:
         assert r["success"] is False and r["error"]
     assert replies[8]["success"] is True
-    assert len(replies[8]["timings"]) >= 3
+    assert sum(t["name"] == "evaluate" for t in replies[8]["timings"]) >= 3
     close(replies[8]["output"], np.log(1.0 + math.e))
     assert "error" in replies[9]
     for r in replies[len(msgs):]:
@@ -101,7 +106,7 @@ def test_min_seconds_keeps_running():
     rep = session([{"id": "a", "kind": "evaluate", "module": "lse", "function": "gradient",
                     "input": {"x": [0.0, 1.0], "min_runs": 1, "min_seconds": 0.05}}])[0]
     assert rep["id"] == "a" and rep["success"] is True
-    assert sum(t["nanoseconds"] for t in rep["timings"]) >= 0.05e9
+    assert sum(t["nanoseconds"] for t in rep["timings"] if t["name"] == "evaluate") >= 0.05e9
 
 
 # --- modules ----------------------------------------------------------------------------------
@@ -157,10 +162,12 @@ def ref_ode(x, s):
     return y
 
 
-def test_ode():
+@pytest.mark.parametrize("default_backend", [False, True], ids=["pysource", "numba"])
+def test_ode(default_backend):
     x = [0.5, 1.5, -0.7, 1.2]
     s = 5
-    primal, grad = evaluate("ode", [("primal", {"x": x, "s": s}), ("gradient", {"x": x, "s": s})])
+    primal, grad = evaluate("ode", [("primal", {"x": x, "s": s}), ("gradient", {"x": x, "s": s})],
+                            default_backend=default_backend)
     close(primal, ref_ode(x, s))
     close(grad, fd_grad(lambda v: ref_ode(v, s)[-1], x), rtol=1e-5)
     # RK4 integrates the polynomial solution y_i = prod(x_0..x_i) t^(i+1) / (i+1)! exactly for i < 3

@@ -7,7 +7,7 @@ from pullback.gradbench.modules import det as gb
 
 DESCRIPTION = "determinant by recursive Laplace expansion (ell! terms); derivative = gradient"
 
-_ELL = {"small": 4, "default": 6}
+_ELL = {"small": 4, "default": 7}
 
 
 def make_input(size_name, rng):

@@ -12,7 +12,7 @@ import pullback as pb
 
 DESCRIPTION = "determinant by Gaussian elimination, scalar in-place loops A[j,k] -= f*A[i,k]; derivative = gradient"
 
-_N = {"small": 8, "default": 40}
+_N = {"small": 8, "default": 100}
 
 
 def det_lu(A):

@@ -7,7 +7,7 @@ from pullback.gradbench.modules import lstm as gb
 
 DESCRIPTION = "ADBench LSTM next-character loss (loops over characters and layers); derivative = gradient w.r.t. main and extra params"
 
-_LCB = {"small": (2, 64, 14), "default": (2, 1024, 14)}
+_LCB = {"small": (2, 64, 14), "default": (2, 4096, 14)}
 
 
 def make_input(size_name, rng):

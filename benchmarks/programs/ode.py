@@ -7,7 +7,7 @@ from pullback.gradbench.modules import ode as gb
 
 DESCRIPTION = "RK4 integration of a linear-chain ODE, s steps (loop); derivative = gradient of y_last(2)"
 
-_NS = {"small": (10, 20), "default": (100, 2_000)}
+_NS = {"small": (10, 20), "default": (100, 10_000)}
 
 
 def make_input(size_name, rng):

@@ -3,12 +3,13 @@ message on stdout (flushed), each echoing the message's "id".
 
 - start    -> {"id", "tool": "pullback"}
 - define   -> {"id", "success", ["error"], "timings": [define]}
-- evaluate -> {"id", "success", "output", "timings": [one "evaluate" per run]}
+- evaluate -> {"id", "success", "output", "timings": ["warmup", then one "evaluate" per run]}
 - anything else (analysis, ...) -> {"id"}
 
 Evaluation converts the input to NumPy once (untimed), calls the function once
-untimed so that pullback stages and compiles it for the input's shapes, then
-times `min_runs` or more calls, until `min_seconds` have passed. No failure
+so that pullback stages and compiles it for the input's shapes (reported as a
+separate "warmup" timing: a cold compile, or a load from the disk cache), then
+times `min_runs` or more "evaluate" calls, until `min_seconds` have passed. No failure
 ends the process: it becomes a reply with "success": false and "error".
 """
 from __future__ import annotations
@@ -94,11 +95,12 @@ class Session:
             min_runs = int(inp.get("min_runs", 1))
             min_seconds = float(inp.get("min_seconds", 0))
             args = mod.prepare(inp)
-            fn(*args)  # untimed: stages and compiles for these shapes
-            timings = []
+            t0 = time.perf_counter_ns()
+            fn(*args)  # stages and compiles for these shapes: reported apart, as "warmup"
+            timings = [{"name": "warmup", "nanoseconds": time.perf_counter_ns() - t0}]
             total = 0
             out = None
-            while len(timings) < max(min_runs, 1) or total < min_seconds * 1e9:
+            while len(timings) - 1 < max(min_runs, 1) or total < min_seconds * 1e9:
                 t0 = time.perf_counter_ns()
                 out = fn(*args)
                 dt = time.perf_counter_ns() - t0
