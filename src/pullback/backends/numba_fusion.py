@@ -25,7 +25,8 @@ from ..ir.traverse import free_vars
 from ..ir.types import TensorType
 from . import pysource as ps
 
-_ELEMENTWISE = (set(ps._UNARY_FN) | (set(ps._BIN_FN) - {"matmul"}) | {"logistic", "where", "cast"})
+_ELEMENTWISE = (set(ps._UNARY_FN) | (set(ps._BIN_FN) - {"matmul"})
+                | {"logistic", "where", "cast", "broadcast_to"})
 # pure primitives that may move before a fused loop (never stores or updates)
 _NOT_HOISTABLE = ps._STORE_OPS | {"index_update", "take_add"}
 
@@ -44,14 +45,27 @@ def _out_type(st: Let):
     return st.pat[0].type if len(st.pat) == 1 else None
 
 
-def _fusable(st: Let, shape: tuple | None) -> bool:
+def _fusable(st: Let, shape: tuple | None, reduced=frozenset()) -> bool:
+    """An elementwise statement (or a broadcast) with result shape `shape`
+    that reads no sum still being accumulated in the group."""
     e = st.exp
     if not (isinstance(e, Prim) and e.op in _ELEMENTWISE):
         return False
     t = _out_type(st)
     if not isinstance(t, TensorType) or not t.shape or (shape is not None and tuple(t.shape) != shape):
         return False
-    return all(isinstance(a.type, TensorType) for a in e.args)
+    return all(isinstance(a.type, TensorType) and a not in reduced for a in e.args)
+
+
+def _reduction(st: Let, shape: tuple) -> bool:
+    """A float `sum` over an array of exactly the group's shape: accumulated in the loop."""
+    e = st.exp
+    if not (isinstance(e, Prim) and e.op == "sum" and len(st.pat) == 1):
+        return False
+    (x,) = e.args
+    t = _out_type(st)
+    return (isinstance(t, TensorType) and tuple(x.type.shape) == shape and x.type.dtype in ("f64", "f32")
+            and t.dtype == x.type.dtype)
 
 
 def _hoistable(st: Let, fused_vars: set) -> bool:
@@ -75,13 +89,17 @@ def plan(body: Body) -> dict[int, Group]:
             continue
         g = Group(k, k, tuple(_out_type(stmts[k]).shape))
         fused_vars: set = set()
+        reduced: set = set()
         j = k
         while j < len(stmts):
             st = stmts[j]
-            if _fusable(st, g.shape):
+            if _fusable(st, g.shape, reduced):
                 g.fused.append(st)
                 fused_vars.update(st.pat)
-            elif _hoistable(st, fused_vars):
+            elif _reduction(st, g.shape):
+                g.fused.append(st)
+                reduced.update(st.pat)
+            elif _hoistable(st, fused_vars | reduced):
                 g.hoisted.append(st)
             else:
                 break
@@ -92,7 +110,7 @@ def plan(body: Body) -> dict[int, Group]:
             j -= 1
         g.end = j
         if len(g.fused) >= 2:
-            g.keep = fused_vars & uses_after[j]
+            g.keep = (fused_vars & uses_after[j]) | reduced
             groups[k] = g
             k = j
         else:
@@ -123,8 +141,17 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
                     arrays[a] = fe.a(a)
     outs, renames = {}, []
     read = set(arrays.values())
+    sums = {}  # sum result -> the kept axes
     for st in g.fused:
         v = st.pat[0]
+        if st.exp.op == "sum":  # a reduction accumulated in the loop (see `_reduction`)
+            axes = tuple(int(a) for a in st.exp.p["axes"])
+            sums[v] = [d for d in range(len(g.shape)) if d not in axes]
+            name = fe.bind(v)
+            zero = f"{ps._NP_DTYPE[v.type.dtype]}(0.0)"
+            fe.line(depth, f"{name} = np.zeros({ps._shape_lit(v.type.shape)}, dtype={ps._NP_DTYPE[v.type.dtype]})"
+                    if v.type.shape else f"{name} = {zero}")
+            continue
         if v in g.keep:
             outs[v] = fe.bind(v)
             if outs[v] in read:  # `y = y + t`: fill a new array, then rebind the name
@@ -154,8 +181,16 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
                 fe.py[sv] = fe.a(a)
             fe.strong.add(sv)
             args.append(sv)
-        sout = Var(f"\0{len(fe.py)}", TensorType(v.type.dtype, ()))
-        text = dialect.scalar_expr(fe, Prim(e.op, tuple(args), e.params), [sout])
+        if v in sums:  # accumulate
+            keep = sums[v]
+            acc = fe.py[v] + (f"[{', '.join(idx[d] for d in keep)}]" if keep else "")
+            fe.line(inner, f"{acc} += {fe.a(args[0])}  # pb:sum")
+            continue
+        if e.op == "broadcast_to":
+            text = fe.a(args[0])
+        else:
+            sout = Var(f"\0{len(fe.py)}", TensorType(v.type.dtype, ()))
+            text = dialect.scalar_expr(fe, Prim(e.op, tuple(args), e.params), [sout])
         scalars[v] = name = fe.fresh(f"{v.name}_k")
         fe.line(inner, f"{name} = {text}  # pb:{e.op}")
         if v in outs:
