@@ -1,14 +1,18 @@
 """Benchmark pullback against JAX, PyTorch and hand-written NumPy, side by side.
 
     PYTHONPATH=src python benchmarks/run.py [--sizes small|default] [--programs a,b]
-                                            [--threads N] [--backend pysource|numba] [--out FILE]
+                                            [--threads N] [--backend numba|pysource|interp]
+                                            [--cache-dir DIR] [--out FILE]
 
 See benchmarks/README.md for what is measured and what the columns mean.
 Thread pinning happens here, before NumPy, JAX or PyTorch are imported.
 """
 import argparse
+import json
 import os
+import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -24,7 +28,12 @@ def parse_args(argv=None):
     p.add_argument("--programs", default=None, help="comma-separated subset (default: all)")
     p.add_argument("--threads", type=int, default=1,
                    help="cores/threads allowed (default 1: process pinned to one core)")
-    p.add_argument("--backend", default="pysource", help="pullback backend (pysource, numba, interp)")
+    p.add_argument("--backend", default=None,
+                   help="pullback backend: numba, pysource or interp (default: pullback's, i.e. "
+                        "$PULLBACK_BACKEND or numba)")
+    p.add_argument("--cache-dir", default=None,
+                   help="PULLBACK_CACHE_DIR for the numba backend (default: a fresh temporary directory, "
+                        "so that first calls are cold compiles)")
     p.add_argument("--tools", default=",".join(TOOLS), help="comma-separated subset of " + ",".join(TOOLS))
     p.add_argument("--out", default=os.path.join(HERE, "results", "latest.md"), help="markdown output file")
     p.add_argument("--min-time", type=float, default=0.2, help="seconds of timed calls per measurement (min)")
@@ -33,6 +42,8 @@ def parse_args(argv=None):
                    help="stop a measurement after this many seconds once 3 calls are done")
     p.add_argument("--rtol", type=float, default=1e-6, help="agreement tolerance, relative to the largest entry")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--warm-start-probe", metavar="PROGRAM", default=None,
+                   help="internal: time pullback's first calls of PROGRAM in this (fresh) process, print JSON")
     return p.parse_args(argv)
 
 
@@ -94,19 +105,20 @@ def _sync(tool):
     return lambda r: r
 
 
-def measure(fn, args, sync, min_time, min_runs, max_time):
-    """(first-call seconds, median seconds of later calls, number of calls, result)."""
-    import time
-
+def timed(fn, args, sync=lambda r: r):
+    """(seconds, result) of one call."""
     t0 = time.perf_counter()
     result = sync(fn(*args))
-    first = time.perf_counter() - t0
+    return time.perf_counter() - t0, result
+
+
+def measure(fn, args, sync, min_time, min_runs, max_time):
+    """(first-call seconds, median seconds of later calls, number of calls, result)."""
+    first, result = timed(fn, args, sync)
     times = []
     total = 0.0
     while True:
-        t0 = time.perf_counter()
-        sync(fn(*args))
-        dt = time.perf_counter() - t0
+        dt = timed(fn, args, sync)[0]
         times.append(dt)
         total += dt
         if (total >= min_time and len(times) >= min_runs) or (total >= max_time and len(times) >= 3):
@@ -181,6 +193,39 @@ def run_program(mod, size, tools, args):
     return rows
 
 
+def warm_start_probe(args):
+    """--warm-start-probe mode, in a fresh process: first-call seconds of pullback's primal and
+    derivative of one program and whether numba loaded them from its disk cache, as JSON on stdout."""
+    import numpy as np
+
+    import numba  # noqa: F401 -- imported untimed, as in the main process
+    from programs import load
+    from pullback.backends.numba_backend import last_cache_hit
+
+    mod = load(args.warm_start_probe)
+    primal, deriv, fargs = mod.tool_pullback(mod.make_input(args.sizes, np.random.default_rng(args.seed)),
+                                             args.backend)
+    out = {}
+    for what, fn in (("primal", primal), ("deriv", deriv)):
+        out[what] = timed(fn, fargs)[0]
+        out[what + "_hit"] = last_cache_hit()
+    print(json.dumps(out))
+    return 0
+
+
+def warm_start(name, args):
+    """Runs `warm_start_probe` for program `name` in a new process (same environment, so the same
+    PULLBACK_CACHE_DIR and thread settings; same size and seed, so the same shapes)."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--warm-start-probe", name, "--sizes", args.sizes,
+           "--seed", str(args.seed), "--backend", args.backend, "--threads", str(args.threads)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return {"error": f"probe exited with status {r.returncode}: "
+                         + (r.stderr.strip().splitlines() or ["no output"])[-1][:160]}
+
+
 # --------------------------------------------------------------------------- reporting
 
 def fmt_t(s):
@@ -203,6 +248,36 @@ def fmt_err(e):
 
 def ratio(a, b):
     return None if a is None or b is None or b == 0 else a / b
+
+
+def fmt_hit(h):
+    return {True: "yes", False: "no"}.get(h, "?")
+
+
+def startup_table(results, meta, errors):
+    """The "pullback start-up" section (cold vs warm first calls); appends probe failures to `errors`."""
+    rows = {name: r["pullback"] for name, r in results.items() if "pullback" in r and "error" not in r["pullback"]}
+    if not rows:
+        return []
+    L = ["## pullback start-up", ""]
+    if not meta["warm"]:
+        return L + [f"Warm start not measured: the {meta['backend']} backend keeps no disk cache (only numba "
+                    "does). Its first calls are in the per-tool table.", ""]
+    L += ["First call (staging + code generation + numba compilation or cache load) of pullback's primal and "
+          "derivative. **Cold**: in this process, with a fresh cache directory (unless --cache-dir named a "
+          "populated one), so numba compiles. **Warm**: in a new process with the same input shapes, with the "
+          "cache populated by the cold run (Python start-up and imports not included).", "",
+          "| program | cold primal | cold deriv | warm primal | warm deriv | warm cache hit (p/d) |",
+          "|---|---|---|---|---|---|"]
+    for name, r in rows.items():
+        w = r.get("warm", {})
+        if "error" in w:
+            errors.append(f"{name} / pullback warm-start probe: {w['error']}")
+        L.append("| " + " | ".join([name, fmt_t(r["primal_first"]), fmt_t(r["deriv_first"])] + (
+            ["error", "", w["error"]] if "error" in w else
+            [fmt_t(w["primal"]), fmt_t(w["deriv"]), f"{fmt_hit(w['primal_hit'])}/{fmt_hit(w['deriv_hit'])}"]))
+            + " |")
+    return L + [""]
 
 
 def report(results, meta, programs_desc):
@@ -267,6 +342,7 @@ def report(results, meta, programs_desc):
                 fmt_t(r["primal_first"]), fmt_t(r["deriv_first"]), f"{r['primal_runs']}/{r['deriv_runs']}",
                 diff]) + " |")
     L.append("")
+    L.extend(startup_table(results, meta, errors))
     L.append("## Agreement")
     L.append("")
     if mismatches or errors:
@@ -290,13 +366,18 @@ def main(argv=None):
     if os.path.join(ROOT, "src") not in sys.path:
         sys.path.append(os.path.join(ROOT, "src"))  # PYTHONPATH=src takes precedence if given
 
+    if args.warm_start_probe:
+        return warm_start_probe(args)
+
     import datetime
     import platform
+    import tempfile
 
     import numpy as np
 
     import pullback
     from programs import NAMES, load
+    from pullback.api import default_backend
 
     wanted = [t.strip() for t in args.tools.split(",") if t.strip()]
     for t in wanted:
@@ -307,6 +388,16 @@ def main(argv=None):
         if n not in NAMES:
             sys.exit(f"unknown program {n!r} (available: {', '.join(NAMES)})")
 
+    args.backend = args.backend or default_backend()
+    warm = "pullback" in wanted and args.backend == "numba"
+    if warm:  # before pullback compiles anything, so that first calls are cold compiles
+        tmp = None if args.cache_dir else tempfile.TemporaryDirectory(prefix="pullback-bench-")  # removed with `tmp`
+        os.environ["PULLBACK_CACHE_DIR"] = args.cache_dir or tmp.name
+        try:
+            import numba  # noqa: F401 -- imported untimed, as in the warm-start probe
+        except ImportError:
+            pass  # pullback's rows show the error
+
     skipped, versions = load_frameworks(wanted, args.threads)
     tools = [t for t in wanted if t not in skipped]
 
@@ -316,12 +407,17 @@ def main(argv=None):
         desc[name] = mod.DESCRIPTION
         print(f"[{name}] ...", file=sys.stderr, flush=True)
         results[name] = run_program(mod, args.sizes, tools, args)
+        pbr = results[name].get("pullback")
+        if warm and pbr and "error" not in pbr:
+            pbr["warm"] = warm_start(name, args)
 
     info = [
         ("date", datetime.datetime.now().isoformat(timespec="seconds")),
         ("machine", f"{platform.machine()} {platform.processor() or ''}".strip() + f", {os.cpu_count()} cores"),
         ("threads", f"{args.threads}" + (f" (pinned to core(s) {','.join(map(str, cpus))})" if cpus else "")),
-        ("pullback backend", args.backend),
+        ("pullback backend", args.backend + (f", cache {os.environ['PULLBACK_CACHE_DIR']} " + (
+            "(--cache-dir: cold only if it was empty)" if args.cache_dir else "(fresh temporary directory)")
+            if warm else "")),
         ("versions", ", ".join([f"python {platform.python_version()}", f"numpy {np.__version__}",
                                 f"pullback {getattr(pullback, '__version__', '?')}"]
                                + [f"{k} {v}" for k, v in versions.items()])),
@@ -331,7 +427,8 @@ def main(argv=None):
         info.append(("skipped", "; ".join(f"{LABEL[t]}: {why} — `pip install -e .[bench]`"
                                           for t, why in skipped.items())))
     info.append(("NumPy (hand)", "hand-written NumPy gradients, only for lse, llsq, det, det_lu, kmeans"))
-    text, bad = report(results, {"sizes": args.sizes, "info": info, "rtol": args.rtol}, desc)
+    meta = {"sizes": args.sizes, "info": info, "rtol": args.rtol, "backend": args.backend, "warm": warm}
+    text, bad = report(results, meta, desc)
     print(text)
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)

@@ -193,3 +193,29 @@ def test_unsupported_construct_is_named():
     with pytest.raises(PullbackError, match="matmul") as ei:
         numba_backend.run(prog, a, b)
     assert "int_matmul" in str(ei.value)
+
+
+def fused_chain(x, M):
+    y = x
+    for _ in range(3):
+        y = y + 0.5 * np.tanh(y) * x            # loop-carried: written under a new name, then rebound
+    B = M * y[:, None] - np.exp(M)              # (n, k) with an (n, 1) broadcast
+    return np.sum(B * B, axis=1) + np.sum(y * y), np.sum(B)
+
+
+def test_elementwise_runs_fuse_into_one_loop_each():
+    """Note [numba-fusion]: a chain of elementwise statements is one loop nest,
+    sums accumulate in it, and the results equal the interpreter's."""
+    M = np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+    prog = _prog(fused_chain, X[:4], M)
+    src = numba_backend.emit_prog(prog)
+    body = src[src.index("def fused_chain"):]
+    assert body.count("# pb:tanh") == 1 and "= np.exp(M)" not in body, body
+    assert "t_10[i0_2] += " in body or "] += " in body  # a sum along an axis accumulated in a fused loop
+    _agree(prog, X[:4], M)
+    np.testing.assert_allclose(pb.grad(fused_total, backend="numba")(X[:4], M),
+                               pb.grad(fused_total, backend="interp")(X[:4], M), rtol=1e-12)
+
+
+def fused_total(x, M):
+    return fused_chain(x, M)[1]
