@@ -151,15 +151,18 @@ _CHILD = textwrap.dedent("""
     sys.path.insert(0, {src!r})
     import pullback as pb
     from pullback.backends import numba_backend
+    W = np.linspace(0.0, 1.0, 300_000)  # a constant over numba's 1 MB limit for cached globals
+    def g(x):
+        return np.sum(W * x[1])
     def f(x):
         s = 0.0
         for i in range(x.shape[0]):
             s = s + np.tanh(x[i]) * x[i]
-        return s
+        return s + g(x)
     prog = pb.jit(f).staged(np.ones(4)).prog
     fn = numba_backend.compile_prog(prog)
     r = fn(np.arange(4.0))
-    print(fn.cache_hit, fn.compile_seconds, float(r[0]))
+    print(fn.cache_hit, fn.compile_seconds, float(r[0]), len(fn.source))
 """)
 
 
@@ -171,12 +174,15 @@ def test_disk_cache_across_processes(tmp_path):
     for _ in range(2):
         p = subprocess.run([sys.executable, str(child)], env=env, capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, p.stderr
-        hit, secs, val = p.stdout.split()
+        hit, secs, val, size = p.stdout.split()
         runs.append((hit == "True", float(secs), float(val)))
+        assert int(size) < 50_000  # the large constant is a hidden parameter, not a literal
     (hit1, cold, v1), (hit2, warm, v2) = runs
     assert not hit1 and hit2
     assert warm < cold
     assert v1 == v2
+    ref = sum(np.tanh(k) * k for k in range(4)) + np.sum(np.linspace(0.0, 1.0, 300_000))
+    assert abs(v1 - ref) < 1e-9
     assert list((tmp_path / "cache" / "numba").glob("pb_*.py"))
 
 

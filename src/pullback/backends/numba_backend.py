@@ -46,6 +46,10 @@ _VERSION = "1"
 _DECO = '@njit(cache=True, error_model="numpy")'
 _NBT = {"f64": "float64", "f32": "float32", "i64": "int64", "bool": "boolean"}
 _ND = ps._NP_DTYPE
+# constant arrays with more elements than this are passed as hidden parameters, not
+# written into the module: numba will not cache functions that use global arrays over
+# 1 MB, and a long literal makes the module slow to write and import (note [numba-constants])
+_BIG_CONST = 4096
 
 
 def _ndim(a) -> int:
@@ -67,8 +71,29 @@ class NumbaDialect:
     def __init__(self):
         self.helpers: dict[str, str] = {}     # helper name -> source
         self.store_types: dict = {}           # element type -> index k of _ST{k}
+        self.big: dict = {}                   # large Const -> its hidden parameter's name
+        self.big_values: list = []            # their arrays, in parameter order
 
     # -- hooks called by pysource -------------------------------------------------
+    def prepare(self, prog) -> list[str]:
+        """Large constant arrays become hidden trailing parameters of every function
+        (note [numba-constants]); returns their names."""
+        from ..ir.traverse import exp_atoms, exp_scopes, iter_lets
+
+        def visit(atoms):
+            for a in atoms:
+                if isinstance(a, Const) and a.type.shape and a.type.size > _BIG_CONST and a not in self.big:
+                    self.big[a] = f"_K{len(self.big_values)}"
+                    self.big_values.append(np.ascontiguousarray(a.value, dtype=ps._np_dtype(a.type.dtype)))
+
+        for f in prog.funcs:
+            visit(f.body.result)
+            for st in iter_lets(f.body):
+                visit(exp_atoms(st.exp))
+                for _, b in exp_scopes(st.exp):
+                    visit(b.result)
+        return list(self.big.values())
+
     def header(self, mod) -> list[str]:
         out = ["from numba import njit", "from numba import types as _nbt", "from numba.typed import List", ""]
         for src in self.helpers.values():
@@ -83,6 +108,8 @@ class NumbaDialect:
         if not t.shape:
             lit = ps._scalar_lit(x.value, t.dtype)
             return f"np.float32({lit})" if t.dtype == "f32" else None
+        if x in self.big:  # a parameter: writeable, and never updated in place (not owned)
+            return self.big[x]
         text = fe.mod.const_array(x)
         # module-level arrays are read-only constants to numba: take a writeable copy
         return text + ".copy()" if text.startswith("_c") else text
@@ -335,7 +362,13 @@ _LAST = {"seconds": None, "cache_hit": None}
 
 
 def emit_prog(prog: Prog, name_hints: bool = True) -> str:
-    return ps.emit_prog(prog, name_hints, dialect=NumbaDialect())
+    return _emit(prog, name_hints)[0]
+
+
+def _emit(prog: Prog, name_hints: bool = True):
+    """The module's source and the values of its hidden constant parameters."""
+    d = NumbaDialect()
+    return ps.emit_prog(prog, name_hints, dialect=d), d.big_values
 
 
 def cache_dir() -> str:
@@ -426,7 +459,7 @@ def compile_prog(prog: Prog, fname: str | None = None):
     import numba
     from numba.core import errors as nberr
 
-    src = emit_prog(prog)
+    src, consts = _emit(prog)
     mod, path = _load_module(prog, fname, src)
     f = prog.func(fname or prog.entry)
     disp = getattr(mod, ps._Module(prog, True).fnames[f.name])
@@ -442,7 +475,7 @@ def compile_prog(prog: Prog, fname: str | None = None):
         args = [a.copy() if isinstance(a, np.ndarray) and not a.flags.writeable else a for a in args]
         key = tuple((a.ndim, a.flags.c_contiguous) if isinstance(a, np.ndarray) else type(a) for a in args)
         if key not in seen:
-            sig = tuple(numba.typeof(a) for a in args)
+            sig = tuple(numba.typeof(a) for a in list(args) + consts)
             hits0 = sum(disp.stats.cache_hits.values())
             t0 = time.perf_counter()
             try:
@@ -455,7 +488,7 @@ def compile_prog(prog: Prog, fname: str | None = None):
             entry.compile_seconds = _LAST["seconds"] = time.perf_counter() - t0
             entry.cache_hit = _LAST["cache_hit"] = sum(disp.stats.cache_hits.values()) > hits0
             seen.add(key)
-        r = disp(*args)
+        r = disp(*args, *consts)
         if len(outs) == 1:
             return [outs[0](r)]
         return [o(v) for o, v in zip(outs, r)]

@@ -330,6 +330,9 @@ class _Module:
         # `dialect`: None for plain NumPy, or an object with hooks (`const`, `prim`,
         # `decorator`, `header`) that print some forms differently (see backends.numba_backend)
         self.dialect = dialect
+        # names every function takes after its own parameters and passes on at each
+        # call (the numba dialect's large constants, note [numba-constants])
+        self.extra_params: list[str] = dialect.prepare(prog) if dialect is not None else []
         self.consts: list[str] = []
         self.const_names: dict = {}
         self.uses_rt = False
@@ -452,7 +455,7 @@ class _FuncEmitter:
         if self.mod.dialect is not None:
             for t in self.mod.dialect.decorator(f):
                 self.line(0, t)
-        self.line(0, f"def {self.mod.fnames[f.name]}({', '.join(params)}):")
+        self.line(0, f"def {self.mod.fnames[f.name]}({', '.join(params + self.mod.extra_params)}):")
         self.line(1, f'"""{f.name}({sig}) -> ({rets})"""')
         self.strong.update(f.params)  # the entry wrapper and call sites pass NumPy values
         self.body(f.body, 1, f.params)
@@ -511,7 +514,7 @@ class _FuncEmitter:
         elif isinstance(e, Loop):
             self.loop(st, depth)
         elif isinstance(e, Apply):
-            args = ", ".join(self.call_arg(x) for x in e.args)
+            args = ", ".join([self.call_arg(x) for x in e.args] + self.mod.extra_params)
             call = f"{self.mod.fnames.get(e.func, _sanitize(e.func))}({args})"
             if not st.pat:
                 self.line(depth, call)
