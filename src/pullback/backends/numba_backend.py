@@ -7,9 +7,9 @@ Contract:
   and numba lacks (``np.add.at``, tuple-axis reductions, reshape of
   non-contiguous arrays, stores) go through small njit helpers written into the
   module.
-- Stores are `numba.typed.List`s of their element type (scalars, or arrays of
-  fixed ndim/dtype in layout "A"), used linearly as in the IR; a while loop's
-  stores grow at run time. Stores report no bytes to a meter (`memory_report`
+- Stores of fixed-shape values are `(buffer, count)` pairs whose buffer doubles
+  when full (note [numba-stores]); stores of stores are `numba.typed.List`s.
+  Both are used linearly, as in the IR; a while loop's stores grow at run time. Stores report no bytes to a meter (`memory_report`
   uses the interpreter).
 - `compile_prog(prog, fname=None) -> callable`: leaf values in, a list of
   results out (the interpreter's convention). The module is written to
@@ -44,6 +44,9 @@ from . import pysource as ps
 
 _VERSION = "1"
 _DECO = '@njit(cache=True, error_model="numpy")'
+# store operations run once per saved value: inlined into the caller at numba IR level
+# (a call per push cost about 10 ns of reference counting; inlining also compiles faster)
+_DECO_INLINE = '@njit(cache=True, error_model="numpy", inline="always")'
 _NBT = {"f64": "float64", "f32": "float32", "i64": "int64", "bool": "boolean"}
 _ND = ps._NP_DTYPE
 # constant arrays with more elements than this are passed as hidden parameters, not
@@ -67,6 +70,8 @@ def _scalar_cast(dtype: str, text: str) -> str:
 
 class NumbaDialect:
     """Hooks for `pysource.emit_prog(..., dialect=...)`: print a numba-compatible module."""
+
+    push_copies = True  # store buffers copy a pushed value (a slice read only to push is not copied)
 
     def __init__(self):
         self.helpers: dict[str, str] = {}     # helper name -> source
@@ -125,12 +130,12 @@ class NumbaDialect:
             k = self.store_type(e.p["elem"])
             fe.line(depth, f"{fe.bind(st.pat[0])} = _st_new{k}()")
         elif op == "store_push":
-            self._store_basics()
-            fe.line(depth, f"{fe.bind(st.pat[0])} = _st_push({fe.a(args[0])}, {fe.a(args[1])})")
+            k = self.store_type(args[0].type.elem)
+            fe.line(depth, f"{fe.bind(st.pat[0])} = _st_push{k}({fe.a(args[0])}, {fe.a(args[1])})")
         elif op == "store_pop":
-            self._store_basics()
+            k = self.store_type(args[0].type.elem)
             outs = [fe.bind(v) for v in st.pat]
-            fe.line(depth, f"{outs[0]}, {outs[1]} = _st_pop({fe.a(args[0])})")
+            fe.line(depth, f"{outs[0]}, {outs[1]} = _st_pop{k}({fe.a(args[0])})")
         elif op == "store_zeros_like":
             k = self.store_type(args[0].type.elem)
             fe.line(depth, f"{fe.bind(st.pat[0])} = _st_zeros{k}({fe.a(args[0])})")
@@ -163,32 +168,73 @@ class NumbaDialect:
         self.helpers.setdefault(name, src)
         return name
 
-    def _store_basics(self):
-        self.helper("_st_push", f"{_DECO}\ndef _st_push(s, v):\n    s.append(v)\n    return s")
-        self.helper("_st_pop", f"{_DECO}\ndef _st_pop(s):\n    v = s.pop()\n    return s, v")
-
     def store_type(self, elem) -> int:
-        """Index k of the numba type `_ST{k}` of a store's elements (helpers made on first use)."""
+        """Index k of the store kind for elements `elem`; its helpers `_st_new{k}`,
+        `_st_push{k}`, `_st_pop{k}`, `_st_zeros{k}` and value type `_SV{k}` are
+        written on first use (note [numba-stores])."""
         if elem in self.store_types:
             return self.store_types[elem]
         if isinstance(elem, StoreType):
             j = self.store_type(elem.elem)
-            ty, zero = f"_nbt.ListType(_ST{j})", f"_st_zeros{j}(v)"
+            k = len(self.store_types)
+            self.store_types[elem] = k
+            self._list_store(k, j)
         elif isinstance(elem, TensorType):
-            nb = _NBT[elem.dtype]
-            if elem.shape:
-                ty, zero = f'_nbt.Array(_nbt.{nb}, {len(elem.shape)}, "A")', "np.zeros_like(v)"
-            else:
-                ty, zero = f"_nbt.{nb}", _scalar_cast(elem.dtype, "0")
+            k = len(self.store_types)
+            self.store_types[elem] = k
+            self._buffer_store(k, elem)
         else:
             raise PullbackError(f"numba backend: cannot store values of type {elem}")
-        k = len(self.store_types)
-        self.store_types[elem] = k
-        self.helper(f"_ST{k}", f"_ST{k} = {ty}  # store elements: {elem}")
-        self.helper(f"_st_new{k}", f"{_DECO}\ndef _st_new{k}():\n    return List.empty_list(_ST{k})")
-        self.helper(f"_st_zeros{k}", f"{_DECO}\ndef _st_zeros{k}(s):\n    out = List.empty_list(_ST{k})\n"
-                                     f"    for v in s:\n        out.append({zero})\n    return out")
         return k
+
+    def _buffer_store(self, k: int, elem: TensorType) -> None:
+        """A store of fixed-shape values: `(buf, n)`, the values in `buf[:n]`,
+        `buf` doubling when full."""
+        nb, dt, shape = _NBT[elem.dtype], _ND[elem.dtype], tuple(int(d) for d in elem.shape)
+        nd = len(shape)
+        size = 1
+        for d in shape:
+            size *= d
+        dims = "".join(f", {d}" for d in shape)
+        loops, ix = [], ""
+        for a, d in enumerate(shape):
+            loops.append("    " * (a + 1) + f"for a{a} in range({d}):")
+            ix += f", a{a}"
+        body = "    " * (nd + 1)
+        if nd:
+            write = "\n".join(loops) + f"\n{body}buf[n{ix}] = v[{ix[2:]}]"
+            read = "buf[n - 1].copy()"
+        else:
+            write, read = "    buf[n] = v", "buf[n - 1]"
+        self.helper(f"_SV{k}", f'_SV{k} = _nbt.Tuple((_nbt.Array(_nbt.{nb}, {nd + 1}, "C"), _nbt.int64))'
+                               f"  # store of {elem}")
+        cap = max(4, min(1024, 8192 // max(size, 1)))  # about 64 KB to start with
+        self.helper(f"_st_new{k}", f"{_DECO_INLINE}\ndef _st_new{k}():\n    return (np.empty(({cap}{dims}), dtype={dt}), 0)")
+        self.helper(f"_st_push{k}", (
+            f"{_DECO_INLINE}\ndef _st_push{k}(s, v):\n"
+            f"    buf, n = s\n"
+            f"    if n == buf.shape[0]:\n"
+            f"        new = np.empty((2 * n + 4{dims}), dtype={dt})\n"
+            f"        flat, old = new.reshape(-1), buf.reshape(-1)\n"
+            f"        for q in range(n * {size}):\n"
+            f"            flat[q] = old[q]\n"
+            f"        buf = new\n"
+            f"{write}\n"
+            f"    return (buf, n + 1)"))
+        self.helper(f"_st_pop{k}", f"{_DECO_INLINE}\ndef _st_pop{k}(s):\n    buf, n = s\n    return (buf, n - 1), {read}")
+        self.helper(f"_st_zeros{k}", (
+            f"{_DECO_INLINE}\ndef _st_zeros{k}(s):\n"
+            f"    return (np.zeros((max(s[1], 1){dims}), dtype={dt}), s[1])"))
+
+    def _list_store(self, k: int, j: int) -> None:
+        """A store of stores (derivative code differentiated again): a typed list."""
+        self.helper(f"_SV{k}", f"_SV{k} = _nbt.ListType(_SV{j})  # store of stores")
+        self.helper(f"_st_new{k}", f"{_DECO}\ndef _st_new{k}():\n    return List.empty_list(_SV{j})")
+        self.helper(f"_st_push{k}", f"{_DECO}\ndef _st_push{k}(s, v):\n    s.append(v)\n    return s")
+        self.helper(f"_st_pop{k}", f"{_DECO}\ndef _st_pop{k}(s):\n    v = s.pop()\n    return s, v")
+        self.helper(f"_st_zeros{k}", (
+            f"{_DECO}\ndef _st_zeros{k}(s):\n    out = List.empty_list(_SV{j})\n"
+            f"    for v in s:\n        out.append(_st_zeros{j}(v))\n    return out"))
 
     def _take_add_helper(self, axis: int) -> str:
         pre = ":, " * axis

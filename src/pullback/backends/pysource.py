@@ -125,6 +125,15 @@ class _Ownership:
         self.copied: set = {st.pat[0] for st in prims
                             if st.exp.op == "index" and _aliasing_args(st.exp)
                             and (st.pat[0] in pushed or st.exp.args[0] in updated)}
+        # those whose one use is a push: a store that copies on push (numba's buffers)
+        # needs no copy of its own (`push_only`)
+        uses: Counter = Counter()
+        for st in iter_lets(f.body):
+            uses.update(a for a in exp_atoms(st.exp) if isinstance(a, Var))
+            for _, b in exp_scopes(st.exp):
+                uses.update(a for a in b.result if isinstance(a, Var))
+        uses.update(a for a in f.body.result if isinstance(a, Var))
+        self.push_only: set = {v for v in self.copied if v in pushed and uses[v] == 1}
         for st in iter_lets(f.body):
             e = st.exp
             if isinstance(e, Prim):
@@ -765,6 +774,8 @@ class _FuncEmitter:
             if not spec:
                 return f"{A(x)}.copy()" if _ndim(x) > 0 else f"np.asarray({A(x)})[()]"
             copy = ".copy()" if pat and pat[0] in self.own.copied else ""
+            if copy and pat[0] in self.own.push_only and getattr(self.mod.dialect, "push_copies", False):
+                copy = ""
             return f"{A(x)}[{self.index_text(x, spec, args[1:])}]{copy}"
         if op == "take":
             x, idx = args

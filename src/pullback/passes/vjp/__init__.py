@@ -52,6 +52,9 @@ class RevContext:
         # per-function state, set by `func`
         self.varied: set = set()
         self.supply: NameSupply | None = None
+        # var -> (builder, out): `out`, emitted into `builder`, holds var's value again
+        # (a loop's return sweep restores the array it updated in place, note [nested-undo])
+        self.equal: dict = {}
 
     def func(self, name: str) -> str:
         new, build = self.names.get(name)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from ...errors import MissingRuleError
 from ...ir import names
 from ...ir.core import Body, Const, ForForm, Let, Loop, Prim, Var, WhileForm
+from ...ir.prims.indexing import region_shape
 from ...ir.traverse import dce, free_vars, rename_body
 from ...ir.types import I64, StoreType, TensorType
 from .._common import differentiable
@@ -41,7 +42,7 @@ from .body import fwd_body, recomputed, rev_body
 class UndoEntry:
     spec: tuple
     old: Var                      # store of overwritten regions (final value after the loop)
-    idx: list                     # per index operand: a store Var (final) or the Const itself
+    idx: list                     # per index operand: a store Var (final), a Recipe, or the atom itself
 
 
 @dataclass
@@ -54,25 +55,112 @@ class LoopTape:
     site: tuple = ()                               # (builder, Let) of the forward loop, for `_drop_saves`
 
 
+@dataclass
+class Write:
+    """A region an in-place chain overwrites: `index(array, *idx, spec=spec)` read
+    before `stmt` runs is what `stmt` may change (note [nested-undo])."""
+    stmt: Let
+    array: object                 # the atom `stmt` updates
+    spec: tuple
+    idx: tuple
+
+
 def _update_chains(body, params) -> dict:
-    """param -> list of `index_update` statements from the param to the body's result."""
-    defs = {v: st for st in body.stmts for v in st.pat}
+    """param -> the `Write`s of the in-place chain from the param to the body's
+    result, in order; a chain link is an `index_update` or an inner loop that
+    changes the array only through such a chain (its writes projected, note
+    [nested-undo])."""
     chains = {}
-    for p, r in zip(params, body.result):
+    for j, (p, r) in enumerate(zip(params, body.result)):
         if not isinstance(p.type, TensorType) or p.type.ndim == 0 or not isinstance(r, Var):
             continue
-        chain = []
-        cur = r
-        while cur != p:
-            st = defs.get(cur)
-            if st is None or not isinstance(st.exp, Prim) or st.exp.op != "index_update":
-                chain = None
-                break
-            chain.append(st)
-            cur = st.exp.args[0]
-        if chain:
-            chains[p] = list(reversed(chain))
+        ws = _chain_writes(body, p, r)
+        if ws:
+            chains[p] = ws
     return chains
+
+
+def _chain_writes(body, p, r):
+    """The writes along the chain from `p` to `r` in `body`, or None if there is none."""
+    defs = {v: st for st in body.stmts for v in st.pat}
+    out = []
+    cur = r
+    while cur != p:
+        st = defs.get(cur)
+        if st is None:
+            return None
+        e = st.exp
+        if isinstance(e, Prim) and e.op == "index_update":
+            out.append([Write(st, e.args[0], e.p["spec"], tuple(e.args[2:]))])
+            cur = e.args[0]
+        elif isinstance(e, Loop) and cur in st.pat[:len(e.params)]:
+            jq = st.pat.index(cur)
+            inner = _chain_writes(e.body, e.params[jq], e.body.result[jq])
+            if not inner:
+                return None
+            out.append(_project(st, e.init[jq], inner))
+            cur = e.init[jq]
+        else:
+            return None
+    return [w for ws in reversed(out) for w in ws]
+
+
+@dataclass
+class Recipe:
+    """How to recompute `var` from the loop index and values bound outside the
+    loop: the body's statements that define it (an index need not be saved)."""
+    var: Var
+    stmts: tuple
+
+    def emit(self, b, mapping: dict):
+        env = dict(mapping)
+        for st in self.stmts:
+            outs = b.emit_multi(st.exp.op, *[env.get(a, a) for a in st.exp.args],
+                                name=st.pat[0].name, **st.exp.p)
+            env.update(zip(st.pat, outs))
+        return env[self.var]
+
+
+def _recipe(body, var, known) -> Recipe | None:
+    """A `Recipe` for `var` if the body computes it by primitives (no stores) from
+    `known` values and constants only."""
+    defs = {v: st for st in body.stmts for v in st.pat}
+    need, order = [var], []
+    seen = set()
+    while need:
+        v = need.pop()
+        if v in seen or v in known:
+            continue
+        seen.add(v)
+        st = defs.get(v)
+        if st is None or not isinstance(st.exp, Prim) or st.exp.op.startswith("store_"):
+            return None
+        order.append(st)
+        need.extend(a for a in st.exp.args if isinstance(a, Var))
+    pos = {id(st): k for k, st in enumerate(body.stmts)}
+    return Recipe(var, tuple(sorted({id(st): st for st in order}.values(), key=lambda st: pos[id(st)])))
+
+
+def _project(st, array, inner) -> list:
+    """The writes of loop `st`'s iterations as regions of its initial `array`:
+    an index that changes inside the loop becomes the whole dimension."""
+    outside = free_vars(st.exp)
+    out = []
+    for w in inner:
+        spec, idx, it = [], [], iter(w.idx)
+        for s, d in zip(w.spec, array.type.shape):
+            if s[0] != "d":
+                spec.append(s)
+                continue
+            a = next(it)
+            if isinstance(a, Const) or a in outside:
+                spec.append(s)
+                idx.append(a)
+            else:
+                spec.append(("s", 0, d, 1))
+        if all((x.spec, x.idx) != (tuple(spec), tuple(idx)) for x in out):
+            out.append(Write(st, array, tuple(spec), tuple(idx)))
+    return out
 
 
 def _store_chains(st, body, params) -> dict:
@@ -137,37 +225,42 @@ def fwd(ctx, b, st) -> LoopTape:
             else:
                 entries.append((u, None))
         store_undo[p] = entries
+    index = e.form.index if isinstance(e.form, ForForm) else None
+    outside = free_vars(e)
     for p, ch in chains.items():
         if p in schains:
             continue
         entries = []
-        for u in ch:
-            ue = u.exp
-            region = u.pat[0].type.with_shape(_region(u))
+        for w in ch:
+            region = w.array.type.with_shape(region_shape(w.array.type.shape, w.spec))
             oinit, oprm = store(names.undo(p.name), region)
             new_params.append(oprm)
             new_init.append(oinit)
             idx = []
-            for a in ue.args[2:]:
-                if isinstance(a, Const) or (isinstance(e.form, ForForm) and a == e.form.index):
-                    idx.append(a)  # constants and the loop index are known in the return sweep
+            for a in w.idx:
+                recipe = None if isinstance(a, Const) or a in outside else _recipe(e.body, a, outside | {index})
+                if isinstance(a, Const) or a == index or a in outside:
+                    idx.append(a)  # constants, the loop index and outer values are known in the return sweep
+                elif recipe is not None:
+                    idx.append(recipe)  # recomputed from them
                 else:
                     iinit, iprm = store(names.undo(a.name), a.type)
                     new_params.append(iprm)
                     new_init.append(iinit)
                     idx.append(iprm)
-            entries.append((u, oprm, idx))
+            entries.append((w, oprm, idx))
         undo_prms[p] = entries
-    by_stmt = {id(u): (oprm, idx) for entries in undo_prms.values() for u, oprm, idx in entries}
+    by_stmt = {}
+    for entries in undo_prms.values():
+        for w, oprm, idx in entries:
+            by_stmt.setdefault(id(w.stmt), []).append((w, oprm, idx))
     pop_undo = {id(u): uprm for entries in store_undo.values() for u, uprm in entries if uprm is not None}
     for s in e.body.stmts:
-        if id(s) in by_stmt:
-            oprm, idx = by_stmt[id(s)]
-            ue = s.exp
+        for w, oprm, idx in by_stmt.get(id(s), ()):
             sb.loc = s.loc
-            old = sb.emit("index", ue.args[0], *ue.args[2:], spec=ue.p["spec"], name="old")
+            old = sb.emit("index", w.array, *w.idx, spec=w.spec, name="old")
             cur[oprm] = sb.emit("store_push", cur.get(oprm, oprm), old, name=oprm.name)
-            for a, ip in zip(ue.args[2:], idx):
+            for a, ip in zip(w.idx, idx):
                 if isinstance(ip, Var) and isinstance(ip.type, StoreType):
                     cur[ip] = sb.emit("store_push", cur.get(ip, ip), a, name=ip.name)
         sb.stmts.append(s)
@@ -191,20 +284,14 @@ def fwd(ctx, b, st) -> LoopTape:
         tape.saved[p] = final_of[prm]
         tape.save_param[p] = prm
     for p, entries in undo_prms.items():
-        tape.undo[p] = [UndoEntry(u.exp.p["spec"], final_of[oprm],
+        tape.undo[p] = [UndoEntry(w.spec, final_of[oprm],
                                   [final_of.get(i, i) if isinstance(i, Var) else i for i in idx])
-                        for u, oprm, idx in entries]
+                        for w, oprm, idx in entries]
     for p, entries in store_undo.items():
         tape.stores[p] = [(u.exp.op, final_of[uprm] if uprm is not None else None) for u, uprm in entries]
     if count_prm is not None:
         tape.count = final_of[count_prm]
     return tape
-
-
-def _region(u):
-    from ...ir.prims.indexing import region_shape
-
-    return region_shape(u.exp.args[0].type.shape, u.exp.p["spec"])
 
 
 def rev(ctx, b, st, adj, tape: LoopTape) -> None:
@@ -228,8 +315,7 @@ def rev(ctx, b, st, adj, tape: LoopTape) -> None:
     stores = {}          # store var (final, outer) -> reverse-loop param
     index = e.form.index if isinstance(e.form, ForForm) else None
     for s in list(tape.saved.values()) + [x for ents in tape.undo.values() for en in ents
-                                          for x in [en.old] + [i for i in en.idx
-                                                               if isinstance(i, Var) and i != index]]:
+                                          for x in [en.old] + [i for i in en.idx if _is_store(i)]]:
         stores[s] = rb.fresh(s.name, s.type)
     for ents in tape.stores.values():
         for _, u in ents:
@@ -254,7 +340,9 @@ def rev(ctx, b, st, adj, tape: LoopTape) -> None:
             for i in en.idx:
                 if i == index and index is not None:
                     idx.append(restored[index])
-                elif isinstance(i, Var):
+                elif isinstance(i, Recipe):
+                    idx.append(i.emit(rb, {index: restored.get(index)}))
+                elif _is_store(i):
                     cur[i], iv = rb.emit_multi("store_pop", cur[i], name="i")
                     idx.append(iv)
                 else:
@@ -287,7 +375,13 @@ def rev(ctx, b, st, adj, tape: LoopTape) -> None:
     params = [pa[i] for i in act] + [fa[v] for v in fvs] + list(stores.values()) + list(cur_arr.values())
     init = [pa_init[i] for i in act] + [fa_init[v] for v in fvs] + list(stores.keys()) + \
            [cur_arr_init[p] for p in cur_arr]
-    res = new_pa + new_fa + [cur[s] for s in stores] + [restored[p] for p in tape.undo] + \
+    # the array at the start of the iteration, for the next one; if an inner loop's return
+    # sweep restored it, that restored value (the re-executed forward updated it in place)
+    carried = {}
+    for p in tape.undo:
+        same = ctx.equal.get(restored[p])
+        carried[p] = same[1] if same is not None and same[0] is rb else restored[p]
+    res = new_pa + new_fa + [cur[s] for s in stores] + [carried[p] for p in tape.undo] + \
         [store_back[p] for p in tape.stores]
     rbody = rb.body(res)
     # to-be-recorded analysis (Tapenade): a value the return sweep never reads is not saved
@@ -303,12 +397,20 @@ def rev(ctx, b, st, adj, tape: LoopTape) -> None:
         _drop_saves(tape, drop)
     names_out = [p.name for p in params]
     outs_rev = b.for_loop(params, init, k, n, rbody, names=names_out)
+    for p in tape.undo:  # the return sweep ends with the array as it was before the loop
+        x0 = e.init[e.params.index(p)]
+        if isinstance(x0, Var):
+            ctx.equal[x0] = (b, outs_rev[res.index(carried[p])])
     # the free-variable adjoints were carried through the loop: replace, then add the init contributions
     for j, v in enumerate(fvs):
         adj.m[v] = outs_rev[len(act) + j]
     for j, i in enumerate(act):
         if isinstance(e.init[i], Var) and e.init[i] in ctx.varied:
             adj.add(e.init[i], outs_rev[j])
+
+
+def _is_store(x) -> bool:
+    return isinstance(x, Var) and isinstance(x.type, StoreType)
 
 
 def _undo_store(rb, s, ents, cur, popped):
