@@ -233,6 +233,12 @@ def test_disk_cache_across_processes(tmp_path):
     assert list((tmp_path / "cache" / "numba").glob("pb_*.py"))
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc only")
+def test_malloc_keeps_freed_memory():
+    # note [numba-malloc]: large temporaries are reused, not page-faulted in again
+    assert numba_backend.tune_malloc()
+
+
 # -- errors ------------------------------------------------------------------------------
 
 def int_matmul(a, b):

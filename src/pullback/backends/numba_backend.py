@@ -53,6 +53,8 @@ _ND = ps._NP_DTYPE
 # written into the module: numba will not cache functions that use global arrays over
 # 1 MB, and a long literal makes the module slow to write and import (note [numba-constants])
 _BIG_CONST = 4096
+# stores of values with at most this many elements are array buffers (note [numba-stores])
+_BUFFER_MAX = 4096
 
 
 def _ndim(a) -> int:
@@ -71,7 +73,12 @@ def _scalar_cast(dtype: str, text: str) -> str:
 class NumbaDialect:
     """Hooks for `pysource.emit_prog(..., dialect=...)`: print a numba-compatible module."""
 
-    push_copies = True  # store buffers copy a pushed value (a slice read only to push is not copied)
+    @staticmethod
+    def push_copies(elem) -> bool:
+        """Does a store of `elem` copy what is pushed (an array buffer)? Small
+        values go to buffers; large arrays are kept by reference in a typed list
+        (note [numba-stores])."""
+        return isinstance(elem, TensorType) and elem.size <= _BUFFER_MAX
 
     def __init__(self):
         self.helpers: dict[str, str] = {}     # helper name -> source
@@ -182,7 +189,10 @@ class NumbaDialect:
         elif isinstance(elem, TensorType):
             k = len(self.store_types)
             self.store_types[elem] = k
-            self._buffer_store(k, elem)
+            if self.push_copies(elem):
+                self._buffer_store(k, elem)
+            else:
+                self._list_store(k, None, elem)
         else:
             raise PullbackError(f"numba backend: cannot store values of type {elem}")
         return k
@@ -226,15 +236,23 @@ class NumbaDialect:
             f"{_DECO_INLINE}\ndef _st_zeros{k}(s):\n"
             f"    return (np.zeros((max(s[1], 1){dims}), dtype={dt}), s[1])"))
 
-    def _list_store(self, k: int, j: int) -> None:
-        """A store of stores (derivative code differentiated again): a typed list."""
-        self.helper(f"_SV{k}", f"_SV{k} = _nbt.ListType(_SV{j})  # store of stores")
-        self.helper(f"_st_new{k}", f"{_DECO}\ndef _st_new{k}():\n    return List.empty_list(_SV{j})")
+    def _list_store(self, k: int, j: int | None, elem=None) -> None:
+        """A typed list: of stores of kind `j` (derivative code differentiated
+        again), or of references to large arrays `elem` (pushed without a copy)."""
+        if j is None:
+            ty = f'_nbt.Array(_nbt.{_NBT[elem.dtype]}, {len(elem.shape)}, "A")'
+            self.helper(f"_SE{k}", f"_SE{k} = {ty}  # store elements: {elem}")
+            ety, zero = f"_SE{k}", "np.zeros_like(v)"
+            self.helper(f"_SV{k}", f"_SV{k} = _nbt.ListType(_SE{k})  # store of {elem}")
+        else:
+            ety, zero = f"_SV{j}", f"_st_zeros{j}(v)"
+            self.helper(f"_SV{k}", f"_SV{k} = _nbt.ListType(_SV{j})  # store of stores")
+        self.helper(f"_st_new{k}", f"{_DECO}\ndef _st_new{k}():\n    return List.empty_list({ety})")
         self.helper(f"_st_push{k}", f"{_DECO}\ndef _st_push{k}(s, v):\n    s.append(v)\n    return s")
         self.helper(f"_st_pop{k}", f"{_DECO}\ndef _st_pop{k}(s):\n    v = s.pop()\n    return s, v")
         self.helper(f"_st_zeros{k}", (
-            f"{_DECO}\ndef _st_zeros{k}(s):\n    out = List.empty_list(_SV{j})\n"
-            f"    for v in s:\n        out.append(_st_zeros{j}(v))\n    return out"))
+            f"{_DECO}\ndef _st_zeros{k}(s):\n    out = List.empty_list({ety})\n"
+            f"    for v in s:\n        out.append({zero})\n    return out"))
 
     def _take_add_helper(self, axis: int) -> str:
         pre = ":, " * axis
@@ -499,11 +517,34 @@ def _out_fn(t):
     return lambda r: np.asarray(r, dtype=dt)[()]
 
 
+_MALLOC_TUNED = [False]
+
+
+def tune_malloc() -> bool:
+    """Keep freed memory in glibc's heap instead of returning it to the OS
+    (note [numba-malloc]); `PULLBACK_MALLOPT=0` opts out. Returns whether it applied."""
+    if _MALLOC_TUNED[0] or os.environ.get("PULLBACK_MALLOPT", "1") == "0" or not sys.platform.startswith("linux"):
+        return _MALLOC_TUNED[0]
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        m_trim_threshold, m_mmap_threshold = -1, -3
+        ok = libc.mallopt(m_mmap_threshold, 32 * 1024 * 1024) == 1
+        ok = libc.mallopt(m_trim_threshold, 1024 * 1024 * 1024) == 1 and ok
+    except (OSError, AttributeError):
+        ok = False
+    _MALLOC_TUNED[0] = ok
+    return ok
+
+
 def compile_prog(prog: Prog, fname: str | None = None):
     """The entry function (or `fname`) compiled with numba, taking leaf values
     positionally and returning a list of results."""
     import numba
     from numba.core import errors as nberr
+
+    tune_malloc()
 
     src, consts = _emit(prog)
     mod, path = _load_module(prog, fname, src)

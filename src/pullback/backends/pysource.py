@@ -774,7 +774,8 @@ class _FuncEmitter:
             if not spec:
                 return f"{A(x)}.copy()" if _ndim(x) > 0 else f"np.asarray({A(x)})[()]"
             copy = ".copy()" if pat and pat[0] in self.own.copied else ""
-            if copy and pat[0] in self.own.push_only and getattr(self.mod.dialect, "push_copies", False):
+            copies = getattr(self.mod.dialect, "push_copies", None)
+            if copy and pat[0] in self.own.push_only and copies is not None and copies(pat[0].type):
                 copy = ""
             return f"{A(x)}[{self.index_text(x, spec, args[1:])}]{copy}"
         if op == "take":
