@@ -13,7 +13,8 @@ refinements (note [reverse-mode] in docs/design.md):
   and statements that do not vary with the inputs get no adjoint code
   (`..activity`).
 
-One module per construct: `prim`, `call`, `if_`, `loop`; `body` sequences them.
+One module per construct: `prim`, `call`, `if_`, `loop`; `body` sequences them;
+`merge_calls` then drops primal calls that a vjp call recomputes anyway.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from .._common import DerivedNames, differentiable
 from ..activity import mark_body
 from .adjoints import Adjoints
 from .body import fwd_body, rev_body
+from .merge_calls import merge_calls_func
 
 
 def vjp_prog(prog: Prog, fname: str | None = None, fresh=None) -> tuple[Prog, str]:
@@ -55,6 +57,7 @@ class RevContext:
         # var -> (builder, out): `out`, emitted into `builder`, holds var's value again
         # (a loop's return sweep restores the array it updated in place, note [nested-undo])
         self.equal: dict = {}
+        self.vjp_of: dict = {}  # vjp function name -> primal function name (merge_calls)
 
     def func(self, name: str) -> str:
         new, build = self.names.get(name)
@@ -87,4 +90,5 @@ class RevContext:
         rev_body(self, b, f.body, adj, tapes)
         grads = [adj.get_or_zero(p) for p in f.params if differentiable(p.type)]
         ret = tuple(f.ret_types) + tuple(p.type for p in f.params if differentiable(p.type))
-        return Func(new, f.params + tuple(ct_params), b.body(list(f.body.result) + grads), ret, f.loc)
+        out = Func(new, f.params + tuple(ct_params), b.body(list(f.body.result) + grads), ret, f.loc)
+        return merge_calls_func(out, self.vjp_of)

@@ -20,6 +20,7 @@ def rev(ctx, b, st, adj) -> None:
     if not any(isinstance(a, Var) and a in ctx.varied for a in e.args):
         return
     vname = ctx.func(e.func)
+    ctx.vjp_of[vname] = e.func
     ct_args = [c if c is not None else adj.get_or_zero(v) for v, c in zip(outs, cts)]
     res = [b.fresh(v.name, v.type) for v in st.pat]
     grads = [b.fresh(names.adjoint(a.name) if isinstance(a, Var) else "c_adj", p.type)
