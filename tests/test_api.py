@@ -15,7 +15,7 @@ def poly(x):
 def prefix(x):
     a = np.zeros_like(x)
     for i in range(x.shape[0]):
-        a[i] = x[i] * x[i] + (a[i - 1] if i > 0 else 0.0)
+        a[i] = x[i] * x[i] + (0.5 * a[i - 1] * a[i - 1] if i > 0 else 0.0)
     return np.sum(a)
 
 

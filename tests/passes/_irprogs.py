@@ -40,8 +40,9 @@ def recursive(depth_param=True):
     return Prog((Func("g", (x, n), b.body([res]), (F64,)),), "g")
 
 
-def prefix_writes(size):
-    """a = zeros(n); for i < n: a[i] = x[i] * x[i] + (a[i-1] if i > 0 else 0); return sum(a)."""
+def prefix_writes(size, square_prev=False):
+    """a = zeros(n); for i < n: a[i] = x[i] * x[i] + (a[i-1] if i > 0 else 0); return sum(a).
+    With `square_prev`, a[i-1] ** 2 instead of a[i-1]: its adjoint reads the old value."""
     b = Builder()
     x = Var("x", TensorType("f64", (size,)))
     z = b.zeros(x.type)
@@ -50,6 +51,8 @@ def prefix_writes(size):
     ap = sb.fresh("a", x.type)
     xi = sb.index(x, i, spec=(("d",),))
     prev = sb.index(ap, sb.sub(i, Const(1, I64)), spec=(("d",),))
+    if square_prev:
+        prev = sb.mul(prev, prev)
     v = sb.add(sb.mul(xi, xi), sb.mul(prev, sb.cast(sb.gt(i, Const(0, I64)), dtype="f64")))
     a2 = sb.index_update(ap, v, i, spec=(("d",),), mode="set")
     (a,) = b.for_loop([ap], [z], i, Const(size, I64), sb.body([a2]))

@@ -75,11 +75,20 @@ def test_stores_are_empty_after_reverse_pass():
 @pytest.mark.parametrize("n", [8, 16, 32])
 def test_undo_log_stores_elements_written_not_arrays(n):
     """An in-place loop that writes n elements stores O(n) bytes, not O(n^2)."""
-    vp, vn = vjp_prog(prefix_writes(n))
+    vp, vn = vjp_prog(prefix_writes(n, square_prev=True))
     m = interp.Meter()
     interp.run(vp, np.linspace(0.1, 1, n), 1.0, fname=vn, meter=m)
     # one overwritten f64 element per iteration (the index is the loop index, recomputed)
     assert m.peak == n * 8
+
+
+def test_undo_log_nothing_reads_is_dropped():
+    """a[i-1] enters linearly: the return sweep never reads the old values, so the
+    restored array and its undo log are dead (dce of loop-carried values)."""
+    vp, vn = vjp_prog(prefix_writes(8))
+    m = interp.Meter()
+    interp.run(vp, np.linspace(0.1, 1, 8), 1.0, fname=vn, meter=m)
+    assert m.peak == 0
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

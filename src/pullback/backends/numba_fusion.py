@@ -68,10 +68,18 @@ def _reduction(st: Let, shape: tuple) -> bool:
             and t.dtype == x.type.dtype)
 
 
-def _hoistable(st: Let, fused_vars: set) -> bool:
+def _hoistable(st: Let, fused_vars: set, fused_reads: set) -> bool:
+    """May `st` run before the loop? Pure primitives that read no fused result;
+    also an in-place update whose array the fused statements do not read (so
+    moving it earlier changes nothing they see, nor the array's last use)."""
     e = st.exp
-    return (isinstance(e, Prim) and e.op not in _NOT_HOISTABLE and e.op in ps.KNOWN_PRIMS
-            and not any(isinstance(a, Var) and a in fused_vars for a in e.args))
+    if not (isinstance(e, Prim) and e.op in ps.KNOWN_PRIMS) or e.op in ps._STORE_OPS:
+        return False
+    if any(isinstance(a, Var) and a in fused_vars for a in e.args):
+        return False
+    if e.op in _NOT_HOISTABLE:
+        return e.args[0] not in fused_reads
+    return True
 
 
 def plan(body: Body) -> dict[int, Group]:
@@ -90,17 +98,27 @@ def plan(body: Body) -> dict[int, Group]:
         g = Group(k, k, tuple(_out_type(stmts[k]).shape))
         fused_vars: set = set()
         reduced: set = set()
+        reads: set = set()      # atoms the fused statements read
+        hoisted_out: set = set()  # results of hoisted updates: fused statements may not read them
         j = k
         while j < len(stmts):
             st = stmts[j]
+            args = set(st.exp.args) if isinstance(st.exp, Prim) else set()
+            if args & hoisted_out:
+                break
             if _fusable(st, g.shape, reduced):
                 g.fused.append(st)
                 fused_vars.update(st.pat)
+                reads |= args
             elif _reduction(st, g.shape):
                 g.fused.append(st)
                 reduced.update(st.pat)
-            elif _hoistable(st, fused_vars | reduced):
+                reads |= args
+            elif _hoistable(st, fused_vars | reduced, reads):
                 g.hoisted.append(st)
+                if st.exp.op in _NOT_HOISTABLE:
+                    hoisted_out.update(st.pat)
+                    hoisted_out.add(st.exp.args[0])
             else:
                 break
             j += 1

@@ -313,16 +313,42 @@ def map_funcs(prog: Prog, fn: Callable[[Func], Func]) -> Prog:
 
 
 def dce(body: Body) -> Body:
-    """Drop statements whose outputs are all unused (recursively)."""
+    """Drop statements whose outputs are all unused, and loop-carried values
+    that nothing live reads (recursively)."""
     live: set[Var] = {a for a in body.result if isinstance(a, Var)}
     kept = []
     for st in reversed(body.stmts):
         if not any(v in live for v in st.pat):
             continue
+        if isinstance(st.exp, Loop):
+            st = _dead_loop_params(st, live)
         e = map_exp(st.exp, lambda a: a, lambda bs, b: (bs, dce(b)))
         live |= free_vars(e)
         kept.append(Let(st.pat, e, st.loc))
     return Body(tuple(reversed(kept)), body.result)
+
+
+def _dead_loop_params(st: Let, live: set) -> Let:
+    """The loop without the carried values whose results are unused after it
+    and that no kept value (or the while condition) reads in the body."""
+    e: Loop = st.exp
+    n = len(e.params)
+    keep = {j for j in range(n) if st.pat[j] in live}
+    if isinstance(e.form, WhileForm) and e.form.cond in e.params:
+        keep.add(list(e.params).index(e.form.cond))
+    while True:
+        sub = dce(Body(e.body.stmts, tuple(e.body.result[j] for j in sorted(keep))))
+        need = free_vars(sub) | {a for a in sub.result if isinstance(a, Var)}
+        more = {j for j in range(n) if e.params[j] in need} - keep
+        if not more:
+            break
+        keep |= more
+    if len(keep) == n or len(st.pat) != n:
+        return st
+    ks = sorted(keep)
+    body = Body(e.body.stmts, tuple(e.body.result[j] for j in ks))
+    loop = Loop(tuple(e.params[j] for j in ks), tuple(e.init[j] for j in ks), e.form, body)
+    return Let(tuple(st.pat[j] for j in ks), loop, st.loc)
 
 
 def dce_func(f: Func) -> Func:
