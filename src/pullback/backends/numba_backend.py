@@ -545,7 +545,9 @@ def compile_prog(prog: Prog, fname: str | None = None):
     from numba.core import errors as nberr
 
     tune_malloc()
+    from ..passes.inline import inline_small
 
+    prog = inline_small(prog)
     src, consts = _emit(prog)
     mod, path = _load_module(prog, fname, src)
     f = prog.func(fname or prog.entry)

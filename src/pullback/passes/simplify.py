@@ -3,7 +3,8 @@
 Contract: `simplify_func(f) -> Func` returns an equivalent function. Scalar
 primitives on constants are folded. CSE
 reuses an earlier identical primitive application (same op, operands and
-params) that is in scope; store primitives are effects and are never merged.
+params) that is in scope; store primitives are effects and are never merged,
+nor are fresh arrays (`full`), which are usually updated in place.
 Then `ir.traverse.dce` drops statements nobody reads. The derivative passes
 run it on the functions they create: re-executed forward sweeps otherwise
 recompute values the surrounding code already has.
@@ -35,7 +36,7 @@ def cse_body(body: Body, avail: dict, m: dict) -> Body:
         if folded is not None:
             m[st.pat[0]] = folded
             continue
-        if isinstance(e, Prim) and e.op not in _EFFECTS and len(st.pat) == 1:
+        if isinstance(e, Prim) and e.op not in _EFFECTS and len(st.pat) == 1 and not _fresh_array(e, st.pat[0]):
             key = (e.op, e.args, e.params)
             try:
                 hit = avail.get(key)
@@ -48,6 +49,14 @@ def cse_body(body: Body, avail: dict, m: dict) -> Body:
                 avail[key] = st.pat[0]
         stmts.append(Let(st.pat, e, st.loc))
     return Body(tuple(stmts), tuple(atom(a) for a in body.result))
+
+
+def _fresh_array(e, v) -> bool:
+    """`full` of an array is never merged: each copy is usually updated in place
+    (an accumulator), so sharing one makes all uses but the last copy it, and
+    the readable output named one accumulator after another (`x_adj` printed
+    as `y`)."""
+    return e.op == "full" and bool(getattr(v.type, "shape", ()))
 
 
 def _identity(e, pat):
