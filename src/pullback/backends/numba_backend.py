@@ -213,7 +213,10 @@ class NumbaDialect:
         body = "    " * (nd + 1)
         if nd:
             write = "\n".join(loops) + f"\n{body}buf[n{ix}] = v[{ix[2:]}]"
-            read = "buf[n - 1].copy()"
+            # a view of the slot: stores are used linearly (LIFO), so the slot is only
+            # written again by a later push, and nothing pushes to a store while a value
+            # popped from it is live; popped values are never owned (never updated in place)
+            read = "buf[n - 1]"
         else:
             write, read = "    buf[n] = v", "buf[n - 1]"
         self.helper(f"_SV{k}", f'_SV{k} = _nbt.Tuple((_nbt.Array(_nbt.{nb}, {nd + 1}, "C"), _nbt.int64))'
