@@ -18,6 +18,7 @@ import numpy as np
 
 from . import transforms
 from .errors import PullbackError
+from .passes.const_args import const_args
 from .passes.dead_results import dead_results
 from .pytree import flatten, unflatten
 
@@ -116,7 +117,7 @@ class jit:
         hit = self._cache.get(key)
         if hit is None:
             hit = stage(self.fun, args, static_argnums=self.static_argnums)
-            hit.prog = dead_results(hit.prog)
+            hit.prog = dead_results(const_args(hit.prog))
             self._cache[key] = hit
         return hit
 

@@ -16,26 +16,36 @@ import dataclasses
 from ..ir.core import Body, Const, Func, Let, Prim, Var
 from ..ir.prims import TABLE
 from ..ir.traverse import dce, map_exp
+from ..ir.types import TensorType
 
 _EFFECTS = frozenset({"store_new", "store_push", "store_pop", "store_zeros_like"})
 
 
-def cse_body(body: Body, avail: dict, m: dict) -> Body:
+def cse_body(body: Body, avail: dict, m: dict, zeros: set | None = None) -> Body:
     avail = dict(avail)
+    zeros = set() if zeros is None else zeros
 
     def atom(a):
         return m.get(a, a) if isinstance(a, Var) else a
 
     def scope(binders, b):
-        return binders, cse_body(b, avail, m)
+        return binders, cse_body(b, avail, m, zeros)
 
     stmts = []
     for st in body.stmts:
         e = map_exp(st.exp, atom, scope)
+        z = _zero_rule(e, st.pat, zeros)
+        if isinstance(z, Prim):
+            e = z
+        elif z is not None:
+            m[st.pat[0]] = z
+            continue
         folded = _fold(e, st.pat)
         if folded is not None:
             m[st.pat[0]] = folded
             continue
+        if isinstance(e, Prim) and e.op == "full" and _is_zero(e.args[0], zeros):
+            zeros.add(st.pat[0])
         if isinstance(e, Prim) and e.op not in _EFFECTS and len(st.pat) == 1 and not _fresh_array(e, st.pat[0]):
             key = (e.op, e.args, e.params)
             try:
@@ -57,6 +67,46 @@ def _fresh_array(e, v) -> bool:
     the readable output named one accumulator after another (`x_adj` printed
     as `y`)."""
     return e.op == "full" and bool(getattr(v.type, "shape", ()))
+
+
+def _is_zero(a, zeros) -> bool:
+    return (isinstance(a, Var) and a in zeros) or (isinstance(a, Const) and not a.type.shape and a.value == 0)
+
+
+_SHAPE_OF_ZERO = frozenset({"index", "broadcast_to", "reshape", "transpose", "sum", "neg"})
+
+
+def _zero_rule(e, pat, zeros):
+    """Arithmetic on arrays known to be `full` zeros (note [const-args]): an atom
+    the statement equals, a simpler Prim, or None. Only exact rules: `x + 0`,
+    `x - 0`, `0 - x` and shape changes of zeros (never `x * 0`, which is NaN for
+    an infinite x)."""
+    if not (isinstance(e, Prim) and len(pat) == 1 and isinstance(pat[0].type, TensorType)):
+        return None
+    t = pat[0].type
+    zero = lambda: Prim("full", (Const(0, TensorType(t.dtype)),), (("shape", tuple(t.shape)),))
+    args = e.args
+    if e.op in _SHAPE_OF_ZERO and args and isinstance(args[0], Var) and args[0] in zeros:
+        return zero()
+    if e.op in ("add", "sub") and len(args) == 2:
+        x, y = args
+        if isinstance(y, Var) and y in zeros:
+            return _as_type(x, t)
+        if isinstance(x, Var) and x in zeros:
+            if e.op == "add":
+                return _as_type(y, t)
+            if y.type.dtype == t.dtype:
+                return Prim("neg", (y,), ()) if tuple(y.type.shape) == tuple(t.shape) else None
+    return None
+
+
+def _as_type(x, t):
+    """`x` itself if it has type `t`, its broadcast if only the shape differs, else None."""
+    if x.type == t:
+        return x
+    if x.type.dtype == t.dtype:
+        return Prim("broadcast_to", (x,), (("shape", tuple(t.shape)),))
+    return None
 
 
 def _identity(e, pat):
