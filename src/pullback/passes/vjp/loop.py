@@ -71,7 +71,7 @@ def _update_chains(body, params) -> dict:
     changes the array only through such a chain (its writes projected, note
     [nested-undo])."""
     chains = {}
-    for j, (p, r) in enumerate(zip(params, body.result)):
+    for p, r in zip(params, body.result):
         if not isinstance(p.type, TensorType) or p.type.ndim == 0 or not isinstance(r, Var):
             continue
         ws = _chain_writes(body, p, r)
@@ -238,10 +238,9 @@ def fwd(ctx, b, st) -> LoopTape:
             new_init.append(oinit)
             idx = []
             for a in w.idx:
-                recipe = None if isinstance(a, Const) or a in outside else _recipe(e.body, a, outside | {index})
                 if isinstance(a, Const) or a == index or a in outside:
                     idx.append(a)  # constants, the loop index and outer values are known in the return sweep
-                elif recipe is not None:
+                elif (recipe := _recipe(e.body, a, outside | {index})) is not None:
                     idx.append(recipe)  # recomputed from them
                 else:
                     iinit, iprm = store(names.undo(a.name), a.type)
