@@ -52,6 +52,7 @@ class LoopTape:
     undo: dict = field(default_factory=dict)      # param -> [UndoEntry] in execution order
     stores: dict = field(default_factory=dict)    # store param -> [(op, undo store of popped values or None)]
     save_param: dict = field(default_factory=dict)  # param -> its store's parameter in the forward loop
+    values: dict = field(default_factory=dict)    # body statement index -> final store of its result
     site: tuple = ()                               # (builder, Let) of the forward loop, for `_drop_saves`
 
 
@@ -254,6 +255,13 @@ def fwd(ctx, b, st) -> LoopTape:
         for w, oprm, idx in entries:
             by_stmt.setdefault(id(w.stmt), []).append((w, oprm, idx))
     pop_undo = {id(u): uprm for entries in store_undo.values() for u, uprm in entries if uprm is not None}
+    value_prms = {}
+    for k in _expensive(e.body, ctx.varied):
+        v = e.body.stmts[k].pat[0]
+        vinit, vprm = store(names.saved(v.name), v.type)
+        new_params.append(vprm)
+        new_init.append(vinit)
+        value_prms[id(e.body.stmts[k])] = (k, vprm)
     for s in e.body.stmts:
         for w, oprm, idx in by_stmt.get(id(s), ()):
             sb.loc = s.loc
@@ -263,6 +271,9 @@ def fwd(ctx, b, st) -> LoopTape:
                 if isinstance(ip, Var) and isinstance(ip.type, StoreType):
                     cur[ip] = sb.emit("store_push", cur.get(ip, ip), a, name=ip.name)
         sb.stmts.append(s)
+        if id(s) in value_prms:
+            vprm = value_prms[id(s)][1]
+            cur[vprm] = sb.emit("store_push", cur.get(vprm, vprm), s.pat[0], name=vprm.name)
         if id(s) in pop_undo:
             uprm = pop_undo[id(s)]
             cur[uprm] = sb.emit("store_push", cur.get(uprm, uprm), s.pat[1], name=uprm.name)
@@ -288,6 +299,8 @@ def fwd(ctx, b, st) -> LoopTape:
                         for w, oprm, idx in entries]
     for p, entries in store_undo.items():
         tape.stores[p] = [(u.exp.op, final_of[uprm] if uprm is not None else None) for u, uprm in entries]
+    for k, vprm in value_prms.values():
+        tape.values[k] = final_of[vprm]
     if count_prm is not None:
         tape.count = final_of[count_prm]
     return tape
@@ -320,6 +333,8 @@ def rev(ctx, b, st, adj, tape: LoopTape) -> None:
         for _, u in ents:
             if u is not None:
                 stores[u] = rb.fresh(u.name, u.type)
+    for s in tape.values.values():
+        stores[s] = rb.fresh(s.name, s.type)
     cur_arr = {p: rb.fresh(p.name, p.type) for p in list(tape.undo) + list(tape.stores)}
     cur_arr_init = {p: outs[e.params.index(p)] for p in cur_arr}
     # body of the reverse loop
@@ -357,7 +372,7 @@ def rev(ctx, b, st, adj, tape: LoopTape) -> None:
             ctx.varied.add(restored[p])
     body = recomputed(rename_body(e.body, ctx.supply, restored))
     mark_body(body, ctx.varied)
-    tapes = fwd_body(ctx, rb, body)
+    tapes = fwd_body(ctx, rb, _saved_values(rb, body, tape.values, cur))
     inner = Adjoints(rb, ctx.varied)
     for v in fvs:
         inner.m[v] = fa[v]
@@ -406,6 +421,42 @@ def rev(ctx, b, st, adj, tape: LoopTape) -> None:
     for j, i in enumerate(act):
         if isinstance(e.init[i], Var) and e.init[i] in ctx.varied:
             adj.add(e.init[i], outs_rev[j])
+
+
+# elementwise primitives worth a store instead of a re-execution (note [saved-values])
+_EXPENSIVE = frozenset({"exp", "expm1", "log", "log1p", "logistic", "tanh", "sin", "cos", "tan",
+                        "sqrt", "pow", "atan2"})
+
+
+def _expensive(body, varied) -> list:
+    """Indices of the body's top-level transcendental statements whose (float) result
+    varies: the forward loop saves their results, the return sweep pops them instead
+    of computing them again. Results the return sweep does not read are dropped by DCE."""
+    out = []
+    for k, st in enumerate(body.stmts):
+        e = st.exp
+        if (isinstance(e, Prim) and e.op in _EXPENSIVE and len(st.pat) == 1 and st.pat[0] in varied
+                and isinstance(st.pat[0].type, TensorType) and st.pat[0].type.is_float):
+            out.append(k)
+    return out
+
+
+def _saved_values(rb, body, values: dict, cur: dict) -> Body:
+    """The forward sweep to re-execute: `body` with each saved statement replaced by
+    a pop that binds the same variable. The return sweep still runs on `body`, so
+    the adjoint rule of the saved statement runs as before."""
+    if not values:
+        return body
+    stmts = []
+    for k, st in enumerate(body.stmts):
+        if k in values:
+            s = values[k]
+            new = rb.fresh(s.name, s.type)
+            stmts.append(Let((new, st.pat[0]), Prim("store_pop", (cur[s],)), st.loc))
+            cur[s] = new
+        else:
+            stmts.append(st)
+    return Body(tuple(stmts), body.result)
 
 
 def _is_store(x) -> bool:
