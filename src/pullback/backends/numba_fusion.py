@@ -31,6 +31,12 @@ _ELEMENTWISE = (set(ps._UNARY_FN) | (set(ps._BIN_FN) - {"matmul"})
 _NOT_HOISTABLE = ps._STORE_OPS | {"index_update", "take_add"}
 
 
+# a full sum in a fused loop accumulates into this many partial sums (lane i0 % _LANES of
+# the innermost index), added at the end: independent additions pipeline, where one
+# accumulator waits for each addition in turn (note [numba-fusion])
+_LANES = 8
+
+
 @dataclass
 class Group:
     start: int
@@ -160,15 +166,19 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
     outs, renames = {}, []
     read = set(arrays.values())
     sums = {}  # sum result -> the kept axes
+    lanes = {}  # full sums -> the name of their partial sums
     for st in g.fused:
         v = st.pat[0]
         if st.exp.op == "sum":  # a reduction accumulated in the loop (see `_reduction`)
             axes = tuple(int(a) for a in st.exp.p["axes"])
             sums[v] = [d for d in range(len(g.shape)) if d not in axes]
             name = fe.bind(v)
-            zero = f"{ps._NP_DTYPE[v.type.dtype]}(0.0)"
-            fe.line(depth, f"{name} = np.zeros({ps._shape_lit(v.type.shape)}, dtype={ps._NP_DTYPE[v.type.dtype]})"
-                    if v.type.shape else f"{name} = {zero}")
+            dt = ps._NP_DTYPE[v.type.dtype]
+            if v.type.shape:
+                fe.line(depth, f"{name} = np.zeros({ps._shape_lit(v.type.shape)}, dtype={dt})")
+            else:  # a full sum: _LANES partial sums break the chain of dependent additions
+                lanes[v] = fe.fresh(f"{v.name}_lanes")
+                fe.line(depth, f"{lanes[v]} = np.zeros({_LANES}, dtype={dt})")
             continue
         if v in g.keep:
             outs[v] = fe.bind(v)
@@ -201,7 +211,10 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
             args.append(sv)
         if v in sums:  # accumulate
             keep = sums[v]
-            acc = fe.py[v] + (f"[{', '.join(idx[d] for d in keep)}]" if keep else "")
+            if v in lanes:
+                acc = f"{lanes[v]}[{idx[-1]} & {_LANES - 1}]"
+            else:
+                acc = fe.py[v] + f"[{', '.join(idx[d] for d in keep)}]"
             fe.line(inner, f"{acc} += {fe.a(args[0])}  # pb:sum")
             continue
         if e.op == "broadcast_to":
@@ -213,4 +226,6 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
         fe.line(inner, f"{name} = {text}  # pb:{e.op}")
         if v in outs:
             fe.line(inner, f"{outs[v]}[{', '.join(idx)}] = {name}")
+    for v, ln in lanes.items():
+        fe.line(depth, f"{fe.py[v]} = " + " + ".join(f"{ln}[{k}]" for k in range(_LANES)))
     fe.assign(depth, [a for a, _ in renames], [b for _, b in renames])
