@@ -1,0 +1,399 @@
+"""The numba dialect of the pysource emitter: the hooks that make `pysource`
+print a module numba can compile.
+
+Contract: `NumbaDialect()` is passed as `dialect=` to `pysource.emit_prog`.
+Every function is ``@njit(cache=True, error_model="numpy")``; scalars stay
+scalars (no 0-d arrays); forms NumPy has and numba lacks (``np.add.at``,
+tuple-axis reductions, reshape of non-contiguous arrays, stores) go through
+small njit helpers written into the module. Stores of fixed-shape values are
+`(buffer, count)` pairs whose buffer doubles when full (note [numba-stores]);
+stores of stores and of large arrays are `numba.typed.List`s. Large constant
+arrays become hidden trailing parameters (note [numba-constants]). Compiling,
+caching and running live in `numba_backend`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import PullbackError
+from ..ir.core import Const, Prim
+from ..ir.prims.indexing import region_shape
+from ..ir.types import StoreType, TensorType
+from . import numba_fusion as fusion
+from . import pysource as ps
+
+_DECO = '@njit(cache=True, error_model="numpy")'
+# store operations run once per saved value: inlined into the caller at numba IR level
+# (a call per push cost about 10 ns of reference counting; inlining also compiles faster)
+_DECO_INLINE = '@njit(cache=True, error_model="numpy", inline="always")'
+_NBT = {"f64": "float64", "f32": "float32", "i64": "int64", "bool": "boolean"}
+_ND = ps._NP_DTYPE
+# constant arrays with more elements than this are passed as hidden parameters, not
+# written into the module: numba will not cache functions that use global arrays over
+# 1 MB, and a long literal makes the module slow to write and import (note [numba-constants])
+_BIG_CONST = 4096
+# stores of values with at most this many elements are array buffers (note [numba-stores])
+_BUFFER_MAX = 4096
+
+
+def _ndim(a) -> int:
+    return ps._ndim(a)
+
+
+def _shape_tuple(shape) -> str:
+    shape = tuple(int(d) for d in shape)
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _scalar_cast(dtype: str, text: str) -> str:
+    return f"bool({text})" if dtype == "bool" else f"{_ND[dtype]}({text})"
+
+
+class NumbaDialect:
+    """Hooks for `pysource.emit_prog(..., dialect=...)`: print a numba-compatible module."""
+
+    @staticmethod
+    def push_copies(elem) -> bool:
+        """Does a store of `elem` copy what is pushed (an array buffer)? Small
+        values go to buffers; large arrays are kept by reference in a typed list
+        (note [numba-stores])."""
+        return isinstance(elem, TensorType) and elem.size <= _BUFFER_MAX
+
+    def __init__(self):
+        self.helpers: dict[str, str] = {}     # helper name -> source
+        self.store_types: dict = {}           # element type -> index k of _ST{k}
+        self.big: dict = {}                   # large Const -> its hidden parameter's name
+        self.big_values: list = []            # their arrays, in parameter order
+
+    # -- hooks called by pysource -------------------------------------------------
+    def prepare(self, prog) -> list[str]:
+        """Large constant arrays become hidden trailing parameters of every function
+        (note [numba-constants]); returns their names."""
+        from ..ir.traverse import exp_atoms, exp_scopes, iter_lets
+
+        def visit(atoms):
+            for a in atoms:
+                if isinstance(a, Const) and a.type.shape and a.type.size > _BIG_CONST and a not in self.big:
+                    self.big[a] = f"_K{len(self.big_values)}"
+                    self.big_values.append(np.ascontiguousarray(a.value, dtype=ps._np_dtype(a.type.dtype)))
+
+        for f in prog.funcs:
+            visit(f.body.result)
+            for st in iter_lets(f.body):
+                visit(exp_atoms(st.exp))
+                for _, b in exp_scopes(st.exp):
+                    visit(b.result)
+        return list(self.big.values())
+
+    def header(self, mod) -> list[str]:
+        out = ["from numba import njit", "from numba import types as _nbt", "from numba.typed import List", ""]
+        for src in self.helpers.values():
+            out += [src, ""]
+        return out
+
+    def decorator(self, f) -> list[str]:
+        return [_DECO]
+
+    def const(self, fe, x: Const):
+        t = x.type
+        if not t.shape:
+            lit = ps._scalar_lit(x.value, t.dtype)
+            return f"np.float32({lit})" if t.dtype == "f32" else None
+        if x in self.big:  # a parameter: writeable, and never updated in place (not owned)
+            return self.big[x]
+        text = fe.mod.const_array(x)
+        # module-level arrays are read-only constants to numba: take a writeable copy
+        return text + ".copy()" if text.startswith("_c") else text
+
+    def prim(self, fe, st, depth) -> bool:
+        e: Prim = st.exp
+        op, args = e.op, e.args
+        n0 = len(fe.lines)
+        if op not in ps.KNOWN_PRIMS:
+            raise PullbackError(f"numba backend: primitive '{op}' has no numba form",
+                                hint="use backend='pysource' or 'interp' for this program")
+        if op == "store_new":
+            k = self.store_type(e.p["elem"])
+            fe.line(depth, f"{fe.bind(st.pat[0])} = _st_new{k}()")
+        elif op == "store_push":
+            k = self.store_type(args[0].type.elem)
+            fe.line(depth, f"{fe.bind(st.pat[0])} = _st_push{k}({fe.a(args[0])}, {fe.a(args[1])})")
+        elif op == "store_pop":
+            k = self.store_type(args[0].type.elem)
+            outs = [fe.bind(v) for v in st.pat]
+            fe.line(depth, f"{outs[0]}, {outs[1]} = _st_pop{k}({fe.a(args[0])})")
+        elif op == "store_zeros_like":
+            k = self.store_type(args[0].type.elem)
+            fe.line(depth, f"{fe.bind(st.pat[0])} = _st_zeros{k}({fe.a(args[0])})")
+        elif op in ("index_update", "take_add"):
+            self.update(fe, st, depth)
+        else:
+            rhs = self.expr(fe, e, st.pat)
+            if rhs is None:
+                rhs = fe.expr(e, st.pat)
+            outs = [fe.bind(v) for v in st.pat]
+            fe.line(depth, f"{', '.join(outs)} = {rhs}")
+        # tag the lines with the primitive, for error messages
+        for i in range(n0, len(fe.lines)):
+            if "#" not in fe.lines[i]:
+                fe.lines[i] += f"  # pb:{op}"
+        return True
+
+    def fusion_plan(self, body):
+        return fusion.plan(body)
+
+    def emit_group(self, fe, g, depth) -> None:
+        fusion.emit(fe, self, g, depth)
+
+    def scalar_expr(self, fe, e: Prim, pat) -> str:
+        """The text of a primitive on scalars (used inside fused loops)."""
+        return self.expr(fe, e, pat) or fe.expr(e, pat)
+
+    # -- helpers ------------------------------------------------------------------------
+    def helper(self, name: str, src: str) -> str:
+        self.helpers.setdefault(name, src)
+        return name
+
+    def store_type(self, elem) -> int:
+        """Index k of the store kind for elements `elem`; its helpers `_st_new{k}`,
+        `_st_push{k}`, `_st_pop{k}`, `_st_zeros{k}` and value type `_SV{k}` are
+        written on first use (note [numba-stores])."""
+        if elem in self.store_types:
+            return self.store_types[elem]
+        if isinstance(elem, StoreType):
+            j = self.store_type(elem.elem)
+            k = len(self.store_types)
+            self.store_types[elem] = k
+            self._list_store(k, j)
+        elif isinstance(elem, TensorType):
+            k = len(self.store_types)
+            self.store_types[elem] = k
+            if self.push_copies(elem):
+                self._buffer_store(k, elem)
+            else:
+                self._list_store(k, None, elem)
+        else:
+            raise PullbackError(f"numba backend: cannot store values of type {elem}")
+        return k
+
+    def _buffer_store(self, k: int, elem: TensorType) -> None:
+        """A store of fixed-shape values: `(buf, n)`, the values in `buf[:n]`,
+        `buf` doubling when full."""
+        nb, dt, shape = _NBT[elem.dtype], _ND[elem.dtype], tuple(int(d) for d in elem.shape)
+        nd = len(shape)
+        size = 1
+        for d in shape:
+            size *= d
+        dims = "".join(f", {d}" for d in shape)
+        loops, ix = [], ""
+        for a, d in enumerate(shape):
+            loops.append("    " * (a + 1) + f"for a{a} in range({d}):")
+            ix += f", a{a}"
+        body = "    " * (nd + 1)
+        if nd:
+            write = "\n".join(loops) + f"\n{body}buf[n{ix}] = v[{ix[2:]}]"
+            # a view of the slot: stores are used linearly (LIFO), so the slot is only
+            # written again by a later push, and nothing pushes to a store while a value
+            # popped from it is live; popped values are never owned (never updated in place)
+            read = "buf[n - 1]"
+        else:
+            write, read = "    buf[n] = v", "buf[n - 1]"
+        self.helper(f"_SV{k}", f'_SV{k} = _nbt.Tuple((_nbt.Array(_nbt.{nb}, {nd + 1}, "C"), _nbt.int64))'
+                               f"  # store of {elem}")
+        cap = max(4, min(1024, 8192 // max(size, 1)))  # about 64 KB to start with
+        self.helper(f"_st_new{k}", f"{_DECO_INLINE}\ndef _st_new{k}():\n    return (np.empty(({cap}{dims}), dtype={dt}), 0)")
+        self.helper(f"_st_push{k}", (
+            f"{_DECO_INLINE}\ndef _st_push{k}(s, v):\n"
+            f"    buf, n = s\n"
+            f"    if n == buf.shape[0]:\n"
+            f"        new = np.empty((2 * n + 4{dims}), dtype={dt})\n"
+            f"        flat, old = new.reshape(-1), buf.reshape(-1)\n"
+            f"        for q in range(n * {size}):\n"
+            f"            flat[q] = old[q]\n"
+            f"        buf = new\n"
+            f"{write}\n"
+            f"    return (buf, n + 1)"))
+        self.helper(f"_st_pop{k}", f"{_DECO_INLINE}\ndef _st_pop{k}(s):\n    buf, n = s\n    return (buf, n - 1), {read}")
+        self.helper(f"_st_zeros{k}", (
+            f"{_DECO_INLINE}\ndef _st_zeros{k}(s):\n"
+            f"    return (np.zeros((max(s[1], 1){dims}), dtype={dt}), s[1])"))
+
+    def _list_store(self, k: int, j: int | None, elem=None) -> None:
+        """A typed list: of stores of kind `j` (derivative code differentiated
+        again), or of references to large arrays `elem` (pushed without a copy)."""
+        if j is None:
+            ty = f'_nbt.Array(_nbt.{_NBT[elem.dtype]}, {len(elem.shape)}, "A")'
+            self.helper(f"_SE{k}", f"_SE{k} = {ty}  # store elements: {elem}")
+            ety, zero = f"_SE{k}", "np.zeros_like(v)"
+            self.helper(f"_SV{k}", f"_SV{k} = _nbt.ListType(_SE{k})  # store of {elem}")
+        else:
+            ety, zero = f"_SV{j}", f"_st_zeros{j}(v)"
+            self.helper(f"_SV{k}", f"_SV{k} = _nbt.ListType(_SV{j})  # store of stores")
+        self.helper(f"_st_new{k}", f"{_DECO}\ndef _st_new{k}():\n    return List.empty_list({ety})")
+        self.helper(f"_st_push{k}", f"{_DECO}\ndef _st_push{k}(s, v):\n    s.append(v)\n    return s")
+        self.helper(f"_st_pop{k}", f"{_DECO}\ndef _st_pop{k}(s):\n    v = s.pop()\n    return s, v")
+        self.helper(f"_st_zeros{k}", (
+            f"{_DECO}\ndef _st_zeros{k}(s):\n    out = List.empty_list({ety})\n"
+            f"    for v in s:\n        out.append({zero})\n    return out"))
+
+    def _take_add_helper(self, axis: int) -> str:
+        pre = ":, " * axis
+        return self.helper(f"_take_add{axis}", (
+            f"{_DECO}\ndef _take_add{axis}(out, idx, v):\n"
+            f"    for k in range(idx.shape[0]):\n"
+            f"        out[{pre}idx[k]] += v[{pre}k]\n"
+            f"    return out"))
+
+    def _reduce_helper(self, op: str, out_dtype: str) -> str:
+        name = f"_reduce_{op}_{out_dtype}"
+        return self.helper(name, (
+            f"{_DECO}\ndef {name}(x):\n"
+            f"    out = np.empty(x.shape[0], dtype={_ND[out_dtype]})\n"
+            f"    for k in range(x.shape[0]):\n"
+            f"        out[k] = np.{op}(x[k])\n"
+            f"    return out"))
+
+    # -- statements ----------------------------------------------------------------------
+    def update(self, fe, st, depth) -> None:
+        e: Prim = st.exp
+        x = e.args[0]
+        name = fe.update_target(st, depth, scalar_copy="{}")
+        if e.op == "index_update":
+            v = e.args[1]
+            if _ndim(x) == 0:  # a scalar "array" updated whole
+                rhs = fe.a(v) if e.p["mode"] == "set" else f"{name} + {fe.a(v)}"
+                fe.line(depth, f"{name} = {rhs}")
+                return
+            opr = "=" if e.p["mode"] == "set" else "+="
+            spec = e.p["spec"]
+            region = region_shape(tuple(x.type.shape), spec)
+            if not region:
+                fe.line(depth, f"{name}[{fe.index_text(x, spec, e.args[2:], drop_trailing=False)}] {opr} {fe.a(v)}")
+                return
+            # a region: an explicit loop nest (numba's slice assignment is slow to compile)
+            js = [fe.fresh(f"j{d}") for d in range(len(region))]
+            target, it, jt = [], iter(e.args[2:]), iter(js)
+            for d, sp in zip(x.type.shape, tuple(spec) + (("s", None, None, None),) * (_ndim(x) - len(spec))):
+                if sp[0] == "d":
+                    i = next(it)
+                    target.append(f"int({fe.a(i)})" if i.type.dtype == "bool" else fe.a(i))
+                else:
+                    r = range(*slice(sp[1], sp[2], sp[3]).indices(int(d)))
+                    j = next(jt)
+                    term = j if r.step == 1 else f"{r.step} * {j}"
+                    target.append(term if r.start == 0 else f"{r.start} + {term}")
+            val = fe.a(v) if _ndim(v) == 0 else f"{fe.a(v)}[{fusion.broadcast_index(v, region, js)}]"
+            for d, (j, n) in enumerate(zip(js, region)):
+                fe.line(depth + d, f"for {j} in range({n}):")
+            fe.line(depth + len(region), f"{name}[{', '.join(target)}] {opr} {val}")
+            return
+        idx, v = e.args[1], e.args[2]
+        axis = e.p["axis"]
+        if _ndim(idx) == 0:
+            fe.line(depth, f"{name}[{':, ' * axis}{fe.a(idx)}] += {fe.a(v)}")
+            return
+        h = self._take_add_helper(axis)
+        it, vt = fe.a(idx), fe.a(v)
+        if _ndim(idx) > 1:
+            xs = tuple(x.type.shape)
+            vshape = xs[:axis] + (int(np.prod(idx.type.shape)),) + xs[axis + 1:]
+            it = f"np.ascontiguousarray({it}).reshape(-1)"
+            vt = f"np.ascontiguousarray({vt}).reshape({_shape_tuple(vshape)})"
+        fe.line(depth, f"{h}({name}, {it}, {vt})")
+
+    # -- expressions ---------------------------------------------------------------------
+    def expr(self, fe, e: Prim, pat):
+        """The numba form of `e`, or None where pysource's NumPy form works as is."""
+        op, p, args = e.op, e.p, e.args
+        A = fe.a
+        out_t = pat[0].type if pat else None
+        out_nd = len(out_t.shape) if isinstance(out_t, TensorType) else 0
+        if op in ps._BIN_FN and len(args) == 2:
+            x, y = args
+            if op == "matmul":  # numba's BLAS path wants contiguous operands (transposes are views)
+                text = f"np.ascontiguousarray({A(x)}) @ np.ascontiguousarray({A(y)})"
+            elif op in ps._BIN_OP:
+                text = f"{fe.op_a(x)} {ps._BIN_OP[op]} {fe.op_a(y)}"
+            else:
+                text = f"{ps._BIN_FN[op]}({A(x)}, {A(y)})"
+            want = out_t.dtype
+            dts = {x.type.dtype, y.type.dtype}
+            logical = op in ("lt", "le", "gt", "ge", "eq", "ne", "and", "or", "xor")
+            if not logical and (want == "f32" or "bool" in dts or want not in dts):
+                text = f"({text}).astype({_ND[want]})" if out_nd else _scalar_cast(want, text)
+            return text
+        if op == "where":
+            c, x, y = args
+            if out_nd == 0:
+                return f"{_scalar_cast(out_t.dtype, A(x))} if {A(c)} else {_scalar_cast(out_t.dtype, A(y))}"
+            shp = _shape_tuple(out_t.shape)
+            parts = [A(a) if tuple(a.type.shape) == tuple(out_t.shape) else
+                     (f"np.full({shp}, {A(a)})" if _ndim(a) == 0 else
+                      f"np.ascontiguousarray(np.broadcast_to({A(a)}, {shp}))") for a in (c, x, y)]
+            return f"np.where({', '.join(parts)})"
+        if op == "cast":
+            (x,) = args
+            if _ndim(x) == 0:
+                return _scalar_cast(p["dtype"], A(x))
+            return f"{A(x)}.astype({_ND[p['dtype']]})"
+        if op == "index" and not p["spec"]:
+            (x,) = args
+            return f"{A(x)}.copy()" if _ndim(x) > 0 else A(x)
+        if op == "take":
+            x, idx = args
+            if _ndim(idx) > 1:
+                pre = ":, " * p["axis"]
+                return (f"np.ascontiguousarray({A(x)}[{pre}np.ascontiguousarray({A(idx)}).reshape(-1)])"
+                        f".reshape({_shape_tuple(out_t.shape)})")
+            return None
+        if op == "reshape":
+            (x,) = args
+            if _ndim(x) == 0:
+                return f"np.full({_shape_tuple(p['shape'])}, {A(x)})" if p["shape"] else A(x)
+            if not p["shape"]:
+                return f"np.ascontiguousarray({A(x)}).reshape(-1)[0]"
+            return f"np.ascontiguousarray({A(x)}).reshape({_shape_tuple(p['shape'])})"
+        if op == "transpose":
+            (x,) = args
+            if _ndim(x) <= 1:
+                return A(x)
+            return f"np.transpose({A(x)}, {tuple(int(a) for a in p['perm'])!r})"
+        if op == "broadcast_to":
+            (x,) = args
+            if not p["shape"]:
+                return A(x)
+            shp = _shape_tuple(p["shape"])
+            if _ndim(x) == 0:
+                return f"np.full({shp}, {A(x)})"
+            return f"np.broadcast_to({A(x)}, {shp})"
+        if op == "concatenate":
+            xs = ", ".join(A(x) for x in args) + ("," if len(args) == 1 else "")
+            return f"np.concatenate(({xs}), axis={p['axis']})"
+        if op == "iota":
+            dt = p["dtype"]
+            return f"np.arange({p['n']})" + ("" if dt == "i64" else f".astype({_ND[dt]})")
+        if op == "full":
+            (v,) = args
+            if not p["shape"]:
+                return _scalar_cast(out_t.dtype, A(v))
+            return f"np.full({_shape_tuple(p['shape'])}, {_scalar_cast(out_t.dtype, A(v))})"
+        if op in ps._REDUCE:
+            (x,) = args
+            axes = tuple(int(a) for a in p["axes"])
+            nd = _ndim(x)
+            if not axes:
+                return f"{A(x)}.copy()" if nd > 0 else A(x)
+            if len(axes) == nd:
+                r = f"{ps._REDUCE[op]}({A(x)})"
+                return _scalar_cast(out_t.dtype, r) if out_t.dtype != x.type.dtype else r
+            if op == "sum" and len(axes) == 1 and x.type.dtype != "bool":
+                return f"np.sum({A(x)}, axis={axes[0]})"
+            keep = [a for a in range(nd) if a not in axes]
+            shape = tuple(x.type.shape)
+            K = int(np.prod([shape[a] for a in keep]))
+            R = int(np.prod([shape[a] for a in axes]))
+            h = self._reduce_helper(op, out_t.dtype)
+            xt = A(x) if keep + list(axes) == list(range(nd)) else f"np.transpose({A(x)}, {tuple(keep + list(axes))!r})"
+            return (f"{h}(np.ascontiguousarray({xt}).reshape(({K}, {R})))"
+                    f".reshape({_shape_tuple(out_t.shape)})")
+        return None
