@@ -59,7 +59,12 @@ class NumbaDialect:
         (note [numba-stores])."""
         return isinstance(elem, TensorType) and elem.size <= _BUFFER_MAX
 
-    def __init__(self):
+    def __init__(self, cache: bool = True):
+        # cache=False: numba compiles the module in every process (used where numba's
+        # disk cache is unsafe, e.g. mutually recursive functions)
+        flag = "cache=True" if cache else "cache=False"
+        self.deco = _DECO.replace("cache=True", flag)
+        self.deco_inline = _DECO_INLINE.replace("cache=True", flag)
         self.helpers: dict[str, str] = {}     # helper name -> source
         self.store_types: dict = {}           # element type -> index k of _ST{k}
         self.big: dict = {}                   # large Const -> its hidden parameter's name
@@ -92,7 +97,7 @@ class NumbaDialect:
         return out
 
     def decorator(self, f) -> list[str]:
-        return [_DECO]
+        return [self.deco]
 
     def const(self, fe, x: Const):
         t = x.type
@@ -201,9 +206,9 @@ class NumbaDialect:
         self.helper(f"_SV{k}", f'_SV{k} = _nbt.Tuple((_nbt.Array(_nbt.{nb}, {nd + 1}, "C"), _nbt.int64))'
                                f"  # store of {elem}")
         cap = max(4, min(1024, 8192 // max(size, 1)))  # about 64 KB to start with
-        self.helper(f"_st_new{k}", f"{_DECO_INLINE}\ndef _st_new{k}():\n    return (np.empty(({cap}{dims}), dtype={dt}), 0)")
+        self.helper(f"_st_new{k}", f"{self.deco_inline}\ndef _st_new{k}():\n    return (np.empty(({cap}{dims}), dtype={dt}), 0)")
         self.helper(f"_st_push{k}", (
-            f"{_DECO_INLINE}\ndef _st_push{k}(s, v):\n"
+            f"{self.deco_inline}\ndef _st_push{k}(s, v):\n"
             f"    buf, n = s\n"
             f"    if n == buf.shape[0]:\n"
             f"        new = np.empty((2 * n + 4{dims}), dtype={dt})\n"
@@ -213,9 +218,9 @@ class NumbaDialect:
             f"        buf = new\n"
             f"{write}\n"
             f"    return (buf, n + 1)"))
-        self.helper(f"_st_pop{k}", f"{_DECO_INLINE}\ndef _st_pop{k}(s):\n    buf, n = s\n    return (buf, n - 1), {read}")
+        self.helper(f"_st_pop{k}", f"{self.deco_inline}\ndef _st_pop{k}(s):\n    buf, n = s\n    return (buf, n - 1), {read}")
         self.helper(f"_st_zeros{k}", (
-            f"{_DECO_INLINE}\ndef _st_zeros{k}(s):\n"
+            f"{self.deco_inline}\ndef _st_zeros{k}(s):\n"
             f"    return (np.zeros((max(s[1], 1){dims}), dtype={dt}), s[1])"))
 
     def _list_store(self, k: int, j: int | None, elem=None) -> None:
@@ -229,17 +234,17 @@ class NumbaDialect:
         else:
             ety, zero = f"_SV{j}", f"_st_zeros{j}(v)"
             self.helper(f"_SV{k}", f"_SV{k} = _nbt.ListType(_SV{j})  # store of stores")
-        self.helper(f"_st_new{k}", f"{_DECO}\ndef _st_new{k}():\n    return List.empty_list({ety})")
-        self.helper(f"_st_push{k}", f"{_DECO}\ndef _st_push{k}(s, v):\n    s.append(v)\n    return s")
-        self.helper(f"_st_pop{k}", f"{_DECO}\ndef _st_pop{k}(s):\n    v = s.pop()\n    return s, v")
+        self.helper(f"_st_new{k}", f"{self.deco}\ndef _st_new{k}():\n    return List.empty_list({ety})")
+        self.helper(f"_st_push{k}", f"{self.deco}\ndef _st_push{k}(s, v):\n    s.append(v)\n    return s")
+        self.helper(f"_st_pop{k}", f"{self.deco}\ndef _st_pop{k}(s):\n    v = s.pop()\n    return s, v")
         self.helper(f"_st_zeros{k}", (
-            f"{_DECO}\ndef _st_zeros{k}(s):\n    out = List.empty_list({ety})\n"
+            f"{self.deco}\ndef _st_zeros{k}(s):\n    out = List.empty_list({ety})\n"
             f"    for v in s:\n        out.append({zero})\n    return out"))
 
     def _take_add_helper(self, axis: int) -> str:
         pre = ":, " * axis
         return self.helper(f"_take_add{axis}", (
-            f"{_DECO}\ndef _take_add{axis}(out, idx, v):\n"
+            f"{self.deco}\ndef _take_add{axis}(out, idx, v):\n"
             f"    for k in range(idx.shape[0]):\n"
             f"        out[{pre}idx[k]] += v[{pre}k]\n"
             f"    return out"))
@@ -247,7 +252,7 @@ class NumbaDialect:
     def _reduce_helper(self, op: str, out_dtype: str) -> str:
         name = f"_reduce_{op}_{out_dtype}"
         return self.helper(name, (
-            f"{_DECO}\ndef {name}(x):\n"
+            f"{self.deco}\ndef {name}(x):\n"
             f"    out = np.empty(x.shape[0], dtype={_ND[out_dtype]})\n"
             f"    for k in range(x.shape[0]):\n"
             f"        out[k] = np.{op}(x[k])\n"
