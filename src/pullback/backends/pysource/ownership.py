@@ -1,0 +1,208 @@
+"""Ownership analysis: which functional updates may be done in place.
+
+Contract: `_Ownership(func).inplace` holds `id(Let)` of every `index_update` /
+`take_add` statement whose input array the emitted code may update in place:
+the array was made fresh by this function (never a parameter, constant or
+view), nothing aliases it, and it is dead after the update. `loop_owned` and
+`loop_copy` say which loop-carried arrays a loop owns (copying the initial
+value once at entry where needed); `copied` are slices copied when read, and
+`push_only` those whose one use is a push. `_aliasing_args(prim)` lists the
+arguments a primitive's result may share memory with.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from ...ir.core import Apply, Body, ForForm, Func, If, Let, Loop, Prim, Var
+from .tables import _STORE_OPS, _VIEW_OPS, KNOWN_PRIMS, _ndim
+
+
+def _aliasing_args(e: Prim) -> list:
+    """Arguments whose array the result may share (views, store contents)."""
+    op = e.op
+    if op in _VIEW_OPS:
+        return [e.args[0]]
+    if op == "index":
+        spec = e.p["spec"]
+        x = e.args[0]
+        n_out = _ndim(x) - sum(1 for s in spec if s[0] == "d")
+        return [x] if spec and n_out > 0 else []
+    if op == "take":
+        return [e.args[0]] if _ndim(e.args[1]) == 0 and _ndim(e.args[0]) > 1 else []
+    if op == "store_push":
+        return [e.args[1]]
+    if op not in KNOWN_PRIMS:
+        return list(e.args)
+    return []
+
+
+def _fresh_result(e: Prim) -> bool:
+    """Does the emitted expression always build a new, writeable array?"""
+    return e.op in KNOWN_PRIMS and e.op not in _STORE_OPS and not _aliasing_args(e) and e.op not in _VIEW_OPS
+
+
+# ---------------------------------------------------------------------------
+# ownership analysis: which updates may be done in place
+# ---------------------------------------------------------------------------
+
+
+class _Ownership:
+    """Decides, for one function, which `index_update`/`take_add` statements
+    may update their input array in place (`inplace`, by `id(Let)`)."""
+
+    def __init__(self, f: Func):
+        from ...ir.traverse import exp_atoms, exp_scopes, iter_lets
+
+        self.count: Counter = Counter()  # aliasing uses, all kinds
+        self.base: Counter = Counter()   # aliasing uses other than loop inits / loop-body results
+        self.inits: Counter = Counter()  # uses as a loop's initial value (the inner loop owns or copies it)
+        # Slices of an array that is updated somewhere in the function, and slices
+        # saved in a store (undo logs), are copied when read: copying the slice
+        # lets the array itself be updated in place instead of copied whole.
+        prims = [st for st in iter_lets(f.body) if isinstance(st.exp, Prim)]
+        pushed = {st.exp.args[1] for st in prims if st.exp.op == "store_push"}
+        updated = {st.exp.args[0] for st in prims if st.exp.op in ("index_update", "take_add")}
+        self.copied: set = {st.pat[0] for st in prims
+                            if st.exp.op == "index" and _aliasing_args(st.exp)
+                            and (st.pat[0] in pushed or st.exp.args[0] in updated)}
+        # those whose one use is a push: a store that copies on push (numba's buffers)
+        # needs no copy of its own (`push_only`)
+        uses: Counter = Counter()
+        for st in iter_lets(f.body):
+            uses.update(a for a in exp_atoms(st.exp) if isinstance(a, Var))
+            for _, b in exp_scopes(st.exp):
+                uses.update(a for a in b.result if isinstance(a, Var))
+        uses.update(a for a in f.body.result if isinstance(a, Var))
+        self.push_only: set = {v for v in self.copied if v in pushed and uses[v] == 1}
+        for st in iter_lets(f.body):
+            e = st.exp
+            if isinstance(e, Prim):
+                if e.op == "index" and st.pat[0] in self.copied:
+                    continue
+                for a in _aliasing_args(e):
+                    self._use(a, True)
+            elif isinstance(e, Apply):
+                for a in e.args:
+                    self._use(a, True)
+            elif isinstance(e, If):
+                for b in (e.then, e.else_):
+                    for a in b.result:
+                        self._use(a, True)
+            elif isinstance(e, Loop):
+                for a in e.init:
+                    self._use(a, False)
+                    if isinstance(a, Var):
+                        self.inits[a] += 1
+                for a in e.body.result:
+                    self._use(a, False)
+            else:
+                for a in exp_atoms(e):
+                    self._use(a, True)
+                for _, b in exp_scopes(e):
+                    for a in b.result:
+                        self._use(a, True)
+        self.owned: set = set()
+        self.inplace: set = set()
+        self.loop_owned: dict = {}  # id(Let of a Loop) -> set of owned param indices
+        self.loop_copy: dict = {}   # id(Let of a Loop) -> owned params whose init is copied at entry
+        self.body(f.body, ())
+
+    def _use(self, a, base: bool):
+        if isinstance(a, Var):
+            self.count[a] += 1
+            if base:
+                self.base[a] += 1
+
+    def body(self, body: Body, binders) -> None:
+        from ...ir.traverse import exp_scopes, free_vars
+
+        stmts = body.stmts
+        last: dict = {}
+        for k, st in enumerate(stmts):
+            for v in free_vars(st.exp):
+                last[v] = k
+        for a in body.result:
+            if isinstance(a, Var):
+                last[a] = len(stmts)
+        here = set(binders)
+        for k, st in enumerate(stmts):
+            e = st.exp
+            if isinstance(e, Prim):
+                if e.op in ("index_update", "take_add") and e.args and isinstance(e.args[0], Var):
+                    x = e.args[0]
+                    if (x in here and x in self.owned and self.count[x] == 0 and last.get(x) == k
+                            and x not in e.args[1:] and _ndim(x) > 0):
+                        self.inplace.add(id(st))
+                if _fresh_result(e) or (e.op == "index" and st.pat and st.pat[0] in self.copied):
+                    for v in st.pat:
+                        if _ndim(v) > 0:
+                            self.owned.add(v)
+            elif isinstance(e, Loop):
+                self.loop(st, k, last, here)
+            elif isinstance(e, If):
+                self.if_(st, k, last, here)
+            else:
+                for bs, b in exp_scopes(e):
+                    self.body(b, bs)
+            here.update(st.pat)
+
+    def if_(self, st: Let, k: int, last: dict, here: set) -> None:
+        """Arrays owned here that die at this `if` are owned inside its branches,
+        and an `if` result is owned when each branch returns an array it owns
+        (bound in the branch, or one of those dying arrays), all distinct."""
+        e: If = st.exp
+        dying = tuple(v for v in here if v in self.owned and self.count[v] == 0 and last.get(v) == k
+                      and _ndim(v) > 0)
+        ok = [True] * len(st.pat)
+        for b in (e.then, e.else_):
+            self.body(b, dying)
+            inner = {v for s in b.stmts for v in s.pat} | set(dying)
+            seen = set()
+            for j, r in enumerate(b.result):
+                if not (isinstance(r, Var) and r in inner and r in self.owned and r not in seen):
+                    ok[j] = False
+                if isinstance(r, Var):
+                    seen.add(r)
+        for j, v in enumerate(st.pat):
+            if ok[j] and _ndim(v) > 0:
+                self.owned.add(v)
+
+    def loop(self, st: Let, k: int, last: dict, here: set) -> None:
+        from ...ir.traverse import free_vars
+
+        e: Loop = st.exp
+        body_free = free_vars(e.body)
+        res = e.body.result
+        bound_in_body = {v for s in e.body.stmts for v in s.pat}
+        cand = set()
+        copy = set()   # params whose initial array is copied once at loop entry to own it
+        for j, (p, x0) in enumerate(zip(e.params, e.init)):
+            if _ndim(p) == 0 or j >= len(res):
+                continue
+            r = res[j]
+            if not (isinstance(x0, Var) and x0 in here and x0 in self.owned and self.count[x0] == 1
+                    and last.get(x0) == k and x0 not in body_free):
+                if r == p:
+                    continue
+                copy.add(j)
+            # a use as an inner loop's initial value is safe: that loop copies it
+            # at entry unless it is the last use (then ownership passes on)
+            if self.count[p] - self.inits[p] > (1 if r == p else 0):
+                continue
+            if r != p and not (isinstance(r, Var) and r in bound_in_body and self.count[r] == 1):
+                continue
+            cand.add(j)
+        binders = tuple(e.params) + ((e.form.index,) if isinstance(e.form, ForForm) else ())
+        while True:
+            snap = (set(self.owned), set(self.inplace))
+            self.owned.update(e.params[j] for j in cand)
+            self.body(e.body, binders)
+            bad = {j for j in cand if res[j] != e.params[j] and res[j] not in self.owned}
+            if not bad:
+                break
+            self.owned, self.inplace = snap
+            cand -= bad
+        self.loop_owned[id(st)] = cand
+        self.loop_copy[id(st)] = cand & copy
+        for j in cand:
+            self.owned.add(st.pat[j])
