@@ -5,12 +5,19 @@ Contract:
   (`numba_dialect.NumbaDialect`).
 - `compile_prog(prog, fname=None) -> callable`: leaf values in, a list of
   results out (the interpreter's convention). The module is written to
-  ``$PULLBACK_CACHE_DIR`` (default ``~/.cache/pullback/numba``) as
+  ``$PULLBACK_CACHE_DIR/numba`` (default ``~/.cache/pullback/numba``) as
   ``pb_<hash>.py``, the hash being of the printed IR, the entry signature and
-  the emitted source, and imported as a real file, so numba's own on-disk cache
-  makes a second process load machine code instead of compiling. The callable
-  carries `compile_seconds` and `cache_hit` for its last new signature;
-  `last_compile_seconds()` gives the latest of these in this process.
+  the emitted source, so numba's own on-disk cache makes a second process load
+  machine code instead of compiling. The module is executed from the source in
+  memory, never from the file; numba's cache files are checked against
+  pullback's manifest before numba may load them, and a mismatch or a load
+  error discards them with a `numba_cache.CacheWarning` and recompiles
+  (note [numba-cache-safety]). A program with mutually recursive functions is
+  compiled without numba's disk cache (numba crashes loading such code).
+  The callable carries `compile_seconds` and `cache_hit` for its last new
+  signature; `last_compile_seconds()` gives the latest of these in this process.
+- Thread safety: loading, compiling and the memo take one re-entrant lock; a
+  warm call takes no lock.
 - A construct numba cannot type raises `PullbackError` naming the IR function,
   the primitive and the generated source line; there is no silent fallback.
 - `run(prog, *args, fname=None, meter=None) -> list` compiles (memoized per
@@ -20,21 +27,23 @@ Contract:
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import re
 import sys
+import threading
 import time
+import types
 
 import numpy as np
 
 from ..errors import PullbackError
 from ..ir.core import Prog
 from ..ir.types import TensorType
+from . import numba_cache
 from . import pysource as ps
 from .numba_dialect import NumbaDialect
 
-_VERSION = "1"
+_VERSION = "2"   # 2: modules executed from memory, numba's files under a manifest
 
 # ---------------------------------------------------------------------------
 # compile, cache, run
@@ -42,6 +51,8 @@ _VERSION = "1"
 
 _MEMO: dict = {}
 _LAST = {"seconds": None, "cache_hit": None}
+_UNITS: dict = {}                # module name -> _Unit loaded in this process
+_LOCK = threading.RLock()        # guards _MEMO, _UNITS, module loading and first compiles
 
 
 def emit_prog(prog: Prog, name_hints: bool = True) -> str:
@@ -55,8 +66,9 @@ def _emit(prog: Prog, name_hints: bool = True):
 
 
 def cache_dir() -> str:
-    d = os.environ.get("PULLBACK_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "pullback")
-    return os.path.join(d, "numba")
+    """The directory of generated modules (a private temporary one when the
+    configured cache is refused, see `numba_cache.root`)."""
+    return numba_cache.module_dir()
 
 
 def last_compile_seconds():
@@ -69,7 +81,96 @@ def last_cache_hit():
     return _LAST["cache_hit"]
 
 
-def _load_module(prog: Prog, fname: str | None, src: str):
+def _mutual_recursion(prog: Prog) -> list[str]:
+    """Functions in a call-graph cycle through more than one function (numba
+    crashes loading such code from its disk cache; note [numba-cache-safety])."""
+    from ..ir.traverse import call_graph
+
+    graph = call_graph(prog)
+    reach: dict = {}
+    for name in graph:
+        seen, todo = set(), list(graph[name])
+        while todo:
+            g = todo.pop()
+            if g not in seen:
+                seen.add(g)
+                todo.extend(graph.get(g, ()))
+        reach[name] = seen
+    return sorted(n for n in graph if any(g != n and n in reach.get(g, ()) for g in reach[n]))
+
+
+class _Unit:
+    """A generated module loaded in this process and its cache entry. `cache`:
+    whether numba's disk cache is used; `ndir`: numba's cache path."""
+
+    def __init__(self, entry, modname: str, cache: bool):
+        self.entry, self.modname, self.cache = entry, modname, cache
+        self.ndir = None
+        self.generation = 0
+        self.mod = self._exec()
+
+    def _exec(self):
+        """Execute the module from the source in memory (never from the file)."""
+        from numba.core.caching import NullCache
+        from numba.core.dispatcher import Dispatcher
+
+        code = compile(self.entry.src, self.entry.path, "exec")
+        mod = types.ModuleType(self.modname)
+        mod.__file__ = self.entry.path
+        exec(code, mod.__dict__)
+        disps = [v for v in vars(mod).values() if isinstance(v, Dispatcher)]
+        if self.cache:
+            self.ndir = next((d._cache.cache_path for d in disps if not isinstance(d._cache, NullCache)), None)
+            why = numba_cache.unsafe_reason(self.ndir) if self.ndir else "has no usable numba cache path"
+            if why is None and self.ndir and os.environ.get("NUMBA_CACHE_DIR"):
+                why = numba_cache.unsafe_reason(os.environ["NUMBA_CACHE_DIR"])
+            if why:
+                self.cache = False
+                numba_cache.warn(f"numba's cache directory {self.ndir} {why}; compiling {self.entry.path} "
+                                 "without numba's disk cache")
+        if not self.cache:
+            for d in disps:
+                d._cache = NullCache()
+        sys.modules[self.modname] = mod   # only once it has run to the end
+        return mod
+
+    def compile(self, name: str, sig):
+        """Compile dispatcher `name` for `sig`, numba's cache files verified
+        first; returns the dispatcher (a new one if the module was reloaded)."""
+        disp = getattr(self.mod, name)
+        if not self.cache:
+            disp.compile(sig)
+            return disp
+        e = self.entry
+        with e.lock():
+            why = e.verify(self.ndir)
+            if why:
+                numba_cache.warn(f"{why}; discarded this entry's numba cache files and recompiling")
+                e.discard(self.ndir)
+            had_files = bool(e.numba_files(self.ndir))
+            try:
+                disp.compile(sig)
+            except Exception as err:
+                if not had_files:
+                    raise
+                # a cache file numba could not load (or a real error): drop the files,
+                # run the module afresh (numba remembers failed typings) and compile again
+                e.discard(self.ndir)
+                self.generation += 1
+                self.mod = self._exec()
+                disp = getattr(self.mod, name)
+                disp.compile(sig)
+                numba_cache.warn(f"numba could not load its cache files for {e.path} ({type(err).__name__}: "
+                                 f"{str(err)[:200]}); discarded them and recompiled")
+            try:
+                e.record(self.ndir)
+            except OSError as err:
+                numba_cache.warn(f"could not write the cache manifest {e.manifest}: {err}")
+        return disp
+
+
+def _load_module(prog: Prog, fname: str | None, src: str) -> _Unit:
+    """The module for `src`, loaded once per process (call with `_LOCK` held)."""
     from ..ir.printer import print_prog, print_type
 
     f = prog.func(fname or prog.entry)
@@ -78,26 +179,26 @@ def _load_module(prog: Prog, fname: str | None, src: str):
 
     h = hashlib.sha256("\n".join([_VERSION, numba.__version__, np.__version__, print_prog(prog),
                                   f.name, sig, src]).encode()).hexdigest()[:24]
-    d = cache_dir()
-    os.makedirs(d, exist_ok=True)
-    path = os.path.join(d, f"pb_{h}.py")
-    if not os.path.exists(path):  # keep the mtime: numba's cache index checks it
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as fh:
-            fh.write(src)
-        os.replace(tmp, path)
     modname = f"pullback_numba_{h}"
-    mod = sys.modules.get(modname)
-    if mod is None:
-        spec = importlib.util.spec_from_file_location(modname, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[modname] = mod
-        try:
-            spec.loader.exec_module(mod)
-        except Exception:
-            sys.modules.pop(modname, None)
-            raise
-    return mod, path
+    unit = _UNITS.get(modname)
+    if unit is not None:
+        return unit
+    d = numba_cache.module_dir()
+    try:  # numba's files go here (unless NUMBA_CACHE_DIR is set): owner-only
+        os.makedirs(os.path.join(d, "__pycache__"), mode=0o700, exist_ok=True)
+    except OSError:
+        pass  # numba then picks another place, vetted in _Unit._exec
+    entry = numba_cache.Entry(d, h, src)
+    mutual = _mutual_recursion(prog)
+    with entry.lock():
+        why = entry.write_module()
+        if why:
+            numba_cache.warn(f"cached {why}; rewrote it and recompiling")
+        unit = _Unit(entry, modname, cache=not mutual)
+        if why and unit.cache:
+            entry.discard(unit.ndir)
+    _UNITS[modname] = unit
+    return unit
 
 
 def _numba_error(err, path: str, src: str, prog: Prog) -> PullbackError:
@@ -168,34 +269,52 @@ def compile_prog(prog: Prog, fname: str | None = None):
 
     prog = inline_small(prog)
     src, consts = _emit(prog)
-    mod, path = _load_module(prog, fname, src)
+    with _LOCK:
+        unit = _load_module(prog, fname, src)
+    path = unit.entry.path
     f = prog.func(fname or prog.entry)
-    disp = getattr(mod, ps._Module(prog, True).fnames[f.name])
+    dname = ps._Module(prog, True).fnames[f.name]
+    disp = getattr(unit.mod, dname)
     np_types = [ps._param_dtype(p.type) for p in f.params]
     ret_types = f.ret_types
     outs = [_out_fn(t) for t in ret_types]
     seen: set = set()
+    gen = [unit.generation]
+
+    def first_compile(key, sig):
+        """Compile a new signature (under `_LOCK`); numba's cache files are verified first."""
+        nonlocal disp
+        if key in seen:
+            return
+        old = disp
+        hits0 = sum(old.stats.cache_hits.values())
+        t0 = time.perf_counter()
+        try:
+            new = unit.compile(dname, sig)
+        except (nberr.TypingError, nberr.UnsupportedError, nberr.LoweringError, nberr.NumbaError) as err:
+            raise _numba_error(err, path, src, prog) from None
+        except ImportError as err:  # numba's np.dot/matmul needs SciPy's BLAS
+            raise PullbackError(f"numba could not compile {f.name}: {err}",
+                                hint="install SciPy (numba uses it for matmul/dot), or use backend='pysource'") from None
+        entry.compile_seconds = _LAST["seconds"] = time.perf_counter() - t0
+        entry.cache_hit = _LAST["cache_hit"] = new is old and sum(new.stats.cache_hits.values()) > hits0
+        if unit.generation != gen[0]:  # the module was reloaded: every signature compiles again
+            gen[0] = unit.generation
+            seen.clear()
+        disp = entry.__wrapped__ = new
+        seen.add(key)
 
     def entry(*args):
         if len(args) != len(f.params):
             raise PullbackError(f"{f.name} takes {len(f.params)} arguments, got {len(args)}")
         args = [ps._coerce(a, dt) for a, dt in zip(args, np_types)]
         args = [a.copy() if isinstance(a, np.ndarray) and not a.flags.writeable else a for a in args]
-        key = tuple((a.ndim, a.flags.c_contiguous) if isinstance(a, np.ndarray) else type(a) for a in args)
+        key = tuple((a.ndim, a.flags.c_contiguous, a.flags.f_contiguous) if isinstance(a, np.ndarray) else type(a)
+                    for a in args)
         if key not in seen:
             sig = tuple(numba.typeof(a) for a in list(args) + consts)
-            hits0 = sum(disp.stats.cache_hits.values())
-            t0 = time.perf_counter()
-            try:
-                disp.compile(sig)
-            except (nberr.TypingError, nberr.UnsupportedError, nberr.LoweringError, nberr.NumbaError) as err:
-                raise _numba_error(err, path, src, prog) from None
-            except ImportError as err:  # numba's np.dot/matmul needs SciPy's BLAS
-                raise PullbackError(f"numba could not compile {f.name}: {err}",
-                                    hint="install SciPy (numba uses it for matmul/dot), or use backend='pysource'") from None
-            entry.compile_seconds = _LAST["seconds"] = time.perf_counter() - t0
-            entry.cache_hit = _LAST["cache_hit"] = sum(disp.stats.cache_hits.values()) > hits0
-            seen.add(key)
+            with _LOCK:
+                first_compile(key, sig)
         r = disp(*args, *consts)
         if len(outs) == 1:
             return [outs[0](r)]
@@ -217,16 +336,20 @@ def run(prog: Prog, *args, fname: str | None = None, meter=None) -> list:
 
 
 def compiled(prog: Prog, fname: str | None = None):
-    """`compile_prog(prog, fname)`, memoized per program."""
+    """`compile_prog(prog, fname)`, memoized per program (safe from many threads)."""
     key = (prog, fname)
     try:
         fn = _MEMO.get(key)
     except TypeError:
         key, fn = None, None
-    if fn is None:
-        fn = compile_prog(prog, fname)
-        if key is not None:
-            if len(_MEMO) > 256:
-                _MEMO.clear()
-            _MEMO[key] = fn
+    if fn is not None:
+        return fn
+    with _LOCK:
+        fn = _MEMO.get(key) if key is not None else None
+        if fn is None:
+            fn = compile_prog(prog, fname)
+            if key is not None:
+                if len(_MEMO) > 256:
+                    _MEMO.clear()
+                _MEMO[key] = fn
     return fn
