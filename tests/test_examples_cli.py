@@ -19,12 +19,14 @@ def test_example_runs(path, capsys):
     assert capsys.readouterr().out
 
 
-def test_cli_prints_derivative_source(tmp_path):
+@pytest.mark.parametrize("command", [[], ["source"]], ids=["file-first", "source"])
+def test_cli_prints_derivative_source(tmp_path, command):
     src = tmp_path / "user.py"
     src.write_text("import numpy as np\n\ndef f(x):\n    y = np.sin(x) * x\n    return np.sum(y)\n")
     env_path = str(ROOT / "src")
     for mode, marker in (("rev", "x_adj"), ("fwd", "x_tan")):
-        out = subprocess.run([sys.executable, "-m", "pullback", str(src), "f", "--args", "np.ones(3)", "--mode", mode],
+        out = subprocess.run([sys.executable, "-m", "pullback", *command, str(src), "f", "--args", "np.ones(3)",
+                              "--mode", mode],
                              capture_output=True, text=True, env={"PYTHONPATH": env_path, "PATH": ""}, cwd=tmp_path)
         assert out.returncode == 0, out.stderr
         assert marker in out.stdout and "user.py:4" in out.stdout

@@ -317,13 +317,24 @@ def info() -> dict:
 
 
 def clear() -> dict:
-    """Delete pullback's files from the configured cache; `info()` as it was before."""
-    before = info()
+    """Delete pullback's files from the configured cache. Returns `info()` as it was
+    before, with `removed` (files deleted), `failed` (files that could not be) and
+    `refused` (why nothing was touched, or None)."""
+    before = dict(info(), removed=0, failed=[], refused=None)
     base = before["location"]
-    if os.path.isdir(base):
-        for p in _own_files(base):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(p)
-        with contextlib.suppress(OSError):   # only if now empty
-            os.rmdir(os.path.join(base, "numba", "__pycache__"))
+    if not os.path.isdir(base):
+        return before
+    if _POSIX and os.stat(base).st_uid != os.getuid():
+        before["refused"] = f"{base} is owned by uid {os.stat(base).st_uid}, not by the current user"
+        return before
+    for p in _own_files(base):
+        try:
+            os.unlink(p)
+            before["removed"] += 1
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            before["failed"].append(f"{p}: {e.strerror}")
+    with contextlib.suppress(OSError):   # only if now empty
+        os.rmdir(os.path.join(base, "numba", "__pycache__"))
     return before
