@@ -24,7 +24,7 @@ def session(messages, raw_lines=(), default_backend=False):
         env.pop("PULLBACK_GRADBENCH_BACKEND", None)
     env["PYTHONPATH"] = str(SRC) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     text = "".join(json.dumps(m) + "\n" for m in messages) + "".join(line + "\n" for line in raw_lines)
-    proc = subprocess.run([sys.executable, "-m", "pullback.gradbench"], input=text, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "pullback.gradbench"], check=False, input=text, capture_output=True,
                           text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     replies = [json.loads(line) for line in proc.stdout.splitlines()]
@@ -72,6 +72,8 @@ def close(a, b, rtol=1e-6, atol=1e-7):
 
 def test_protocol():
     msgs = [
+        {"id": 5, "kind": "define", "module": "lse"},
+        {"id": 6, "kind": "define", "module": "det"},
         {"id": 7, "kind": "start"},
         {"id": 8, "kind": "define", "module": "no_such_module"},
         {"id": 9, "kind": "analysis", "module": "lse", "function": "primal", "input": {}, "output": 1.0},
@@ -88,23 +90,28 @@ def test_protocol():
     ]
     replies = session(msgs, raw_lines=["this is not json", "[1, 2]"])
     assert [r["id"] for r in replies[:len(msgs)]] == [m["id"] for m in msgs]
+    assert replies[0]["success"] is True and replies[1]["success"] is True
+    replies = replies[2:]
     assert replies[0] == {"id": 7, "tool": "pullback"}
     assert replies[1]["success"] is False and "no_such_module" in replies[1]["error"]
     assert replies[2] == {"id": 9}
-    assert replies[3] == {"id": 10}
+    assert "unknown message kind 'something_else'" in replies[3]["error"]
+    assert "module" in replies[4]["error"] and "input" in replies[5]["error"]
+    assert "'nope'" in replies[6]["error"] and "ell" in replies[7]["error"]
     for r in replies[4:8]:
         assert r["success"] is False and r["error"]
     assert replies[8]["success"] is True
     assert sum(t["name"] == "evaluate" for t in replies[8]["timings"]) >= 3
     close(replies[8]["output"], np.log(1.0 + math.e))
-    assert "error" in replies[9]
+    assert "kind" in replies[9]["error"]
     for r in replies[len(msgs):]:
         assert r["id"] is None and r["error"]
 
 
 def test_min_seconds_keeps_running():
-    rep = session([{"id": "a", "kind": "evaluate", "module": "lse", "function": "gradient",
-                    "input": {"x": [0.0, 1.0], "min_runs": 1, "min_seconds": 0.05}}])[0]
+    rep = session([{"id": 0, "kind": "define", "module": "lse"},
+                   {"id": "a", "kind": "evaluate", "module": "lse", "function": "gradient",
+                    "input": {"x": [0.0, 1.0], "min_runs": 1, "min_seconds": 0.05}}])[1]
     assert rep["id"] == "a" and rep["success"] is True
     assert sum(t["nanoseconds"] for t in rep["timings"] if t["name"] == "evaluate") >= 0.05e9
 
@@ -250,7 +257,7 @@ def test_gmm():
     assert set(jac) == {"alpha", "mu", "q", "l"}
     for name, v in arrs.items():
         assert np.shape(jac[name]) == v.shape
-        close(jac[name], fd_grad(lambda w: f(**{name: w}), v), rtol=1e-5, atol=1e-6)
+        close(jac[name], fd_grad(lambda w, name=name: f(**{name: w}), v), rtol=1e-5, atol=1e-6)
 
 
 def lstm_input(rng, layers, b, c):
@@ -261,7 +268,7 @@ def lstm_input(rng, layers, b, c):
 
 
 def ref_lstm(main, extra, state, seq):
-    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    sig = lambda v: 1 / (1 + np.exp(-v))
     layers = main.shape[0] // 2
     c, b = seq.shape
     hs = [state[2 * i].copy() for i in range(layers)]
@@ -298,8 +305,10 @@ def test_backend_flag(backend):
     env = dict(os.environ, PYTHONPATH=str(SRC))
     msg = {"id": 1, "kind": "evaluate", "module": "det", "function": "gradient",
            "input": {"A": [2.0, 1.0, 0.5, 3.0], "ell": 2, "min_runs": 1, "min_seconds": 0}}
-    proc = subprocess.run([sys.executable, "-m", "pullback.gradbench", "--backend", backend],
-                          input=json.dumps(msg) + "\n", capture_output=True, text=True, env=env, timeout=60)
-    rep = json.loads(proc.stdout)
+    define = {"id": 0, "kind": "define", "module": "det"}
+    proc = subprocess.run([sys.executable, "-m", "pullback.gradbench", "--backend", backend], check=False,
+                          input=json.dumps(define) + "\n" + json.dumps(msg) + "\n", capture_output=True,
+                          text=True, env=env, timeout=60)
+    rep = json.loads(proc.stdout.splitlines()[1])
     assert rep["success"] is True
     close(rep["output"], [3.0, -0.5, -1.0, 2.0])

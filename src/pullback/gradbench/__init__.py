@@ -1,8 +1,15 @@
 """GradBench tool entry point for pullback: `python -m pullback.gradbench`.
 
-`protocol` speaks the GradBench JSON-lines protocol on stdin/stdout; each
-benchmark lives in `modules/<name>.py` and exposes `prepare(input) -> args`
-(JSON to NumPy, done once, untimed) and `FUNCTIONS`, a dict from the GradBench
-function name to a callable taking `*args`. Objectives are plain pullback-style
-NumPy; every derivative comes from `pb.grad` / `pb.jvp`.
+`protocol` speaks the GradBench JSON-lines protocol on stdin/stdout (`wire`
+reads bounded lines and writes strict JSON). Each benchmark lives in
+`modules/<name>.py` and exposes `SCHEMA` (a `schema.Schema`: the input's
+fields, types, signs and consistent sizes), `prepare(values) -> args` (from the
+validated values to the functions' arguments, done once, untimed) and
+`FUNCTIONS`, a dict from the GradBench function name to a callable taking
+`*args`. Objectives are plain pullback-style NumPy; every derivative comes from
+`pb.grad` / `pb.jvp`. See Note [gradbench-hardening] in docs/design.md.
 """
+from .protocol import main
+
+if __name__ == "__main__":
+    main()

@@ -7,6 +7,7 @@ import numpy as np
 
 import pullback as pb
 
+from ..schema import Array, Derived, Int, Schema
 from . import backend
 
 
@@ -41,12 +42,15 @@ def gradient(A):
     return _grad(A).reshape(-1)
 
 
-def prepare(inp):
-    ell = int(inp["ell"])
-    A = np.asarray(inp["A"], dtype=np.float64)
-    if ell < 1 or A.size != ell * ell:
-        raise ValueError(f"det: A has {A.size} entries, expected ell * ell = {ell * ell}")
-    return (A.reshape(ell, ell),)
+# Laplace expansion costs ell! products: ell is capped where that stops being a benchmark
+MAX_ELL = 12
+SCHEMA = Schema("det", [Int("ell", min=1, max=MAX_ELL, why=f"expansion by minors costs ell!; {MAX_ELL}! is 4.8e8"),
+                        Array("A", Derived("ell*ell", lambda z: z["ell"] * z["ell"]))])
+
+
+def prepare(v):
+    ell = v["ell"]
+    return (v["A"].reshape(ell, ell),)
 
 
 FUNCTIONS = {"primal": primal, "gradient": gradient}

@@ -13,6 +13,7 @@ import numpy as np
 
 import pullback as pb
 
+from ..schema import Array, Derived, Float, Int, Schema
 from . import backend
 
 
@@ -76,15 +77,21 @@ def jacobian(alpha, mu, q, l, x, lidx, gamma, m, const):
     return {"alpha": ga, "mu": gmu, "q": gq, "l": gl}
 
 
-def prepare(inp):
-    d, k = int(inp["d"]), int(inp["k"])
-    alpha = np.asarray(inp["alpha"], dtype=np.float64).reshape(k)
-    mu = np.asarray(inp["mu"], dtype=np.float64).reshape(k, d)
-    q = np.asarray(inp["q"], dtype=np.float64).reshape(k, d)
-    l = np.asarray(inp["l"], dtype=np.float64).reshape(k, d * (d - 1) // 2)
-    x = np.asarray(inp["x"], dtype=np.float64).reshape(-1, d)
-    gamma, m = float(inp["gamma"]), int(inp["m"])
-    return (alpha, mu, q, l, x, lower_index(d), gamma, float(m), constant(d, k, gamma, m))
+_TRI = Derived("d*(d-1)/2", lambda z: z["d"] * (z["d"] - 1) // 2)
+# the loop over the k components makes (and the gradient saves) (n, d) arrays and a (d, d) matrix per step
+SCHEMA = Schema("gmm", [
+    Int("d", min=1), Int("k", min=1), Int("n", min=1),
+    Array("alpha", "k"), Array("mu", "k", "d"), Array("q", "k", "d"), Array("l", "k", _TRI),
+    Array("x", "n", "d"),
+    Int("m", min=0, max=1 << 20), Float("gamma", positive=True),
+], sizes={"d": (1, 1 << 62), "k": (1, 1 << 62), "n": (1, 1 << 62)},
+    elements=("k*(n*d + d*d) + n*k", lambda z: z["k"] * (z["n"] * z["d"] + z["d"] * z["d"]) + z["n"] * z["k"]))
+
+
+def prepare(v):
+    d, k, gamma, m = v["d"], v["k"], v["gamma"], v["m"]
+    return (v["alpha"], v["mu"], v["q"], v["l"], v["x"], lower_index(d), gamma, float(m),
+            constant(d, k, gamma, m))
 
 
 FUNCTIONS = {"objective": objective, "jacobian": jacobian}

@@ -5,6 +5,7 @@ import numpy as np
 
 import pullback as pb
 
+from ..schema import Array, Schema
 from . import backend
 
 
@@ -23,8 +24,14 @@ def direction(C, P):
     return J / H
 
 
-def prepare(inp):
-    return (np.asarray(inp["centroids"], dtype=np.float64), np.asarray(inp["points"], dtype=np.float64))
+# the loop over the k centroids makes (and the gradient saves) an (n, d) array per step
+SCHEMA = Schema("kmeans", [Array("centroids", "k", "d"), Array("points", "n", "d")],
+                sizes={"k": (1, 1 << 62), "n": (1, 1 << 62), "d": (1, 1 << 62)},
+                elements=("k*n*d + n*k", lambda z: z["k"] * z["n"] * z["d"] + z["n"] * z["k"]))
+
+
+def prepare(v):
+    return (v["centroids"], v["points"])
 
 
 FUNCTIONS = {

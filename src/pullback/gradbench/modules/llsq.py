@@ -3,10 +3,13 @@
 `n` is a size, so it is closed over as a Python int (pullback traces int
 arguments, and `np.arange` needs a static length); one staged function per n.
 """
+import threading
+
 import numpy as np
 
 import pullback as pb
 
+from ..schema import Array, Int, Schema
 from . import backend
 
 
@@ -29,14 +32,21 @@ def _for_n(n):
     return llsq_n
 
 
-_CACHE = {}
+_CACHE = {}      # n -> (primal, gradient); the most recent _CACHE_SIZE sizes
+_CACHE_SIZE = 16
+_LOCK = threading.Lock()
 
 
 def _compiled(n):
-    if n not in _CACHE:
-        f = _for_n(n)
-        _CACHE[n] = (pb.jit(f, backend=backend()), pb.grad(f, backend=backend()))
-    return _CACHE[n]
+    with _LOCK:
+        if n in _CACHE:
+            _CACHE[n] = _CACHE.pop(n)  # most recently used last
+        else:
+            f = _for_n(n)
+            _CACHE[n] = (pb.jit(f, backend=backend()), pb.grad(f, backend=backend()))
+            while len(_CACHE) > _CACHE_SIZE:
+                del _CACHE[next(iter(_CACHE))]
+        return _CACHE[n]
 
 
 def primal(x, n):
@@ -47,11 +57,13 @@ def gradient(x, n):
     return _compiled(n)[1](x)
 
 
-def prepare(inp):
-    n = int(inp["n"])
-    if n < 2:
-        raise ValueError("llsq needs n >= 2")
-    return (np.asarray(inp["x"], dtype=np.float64), n)
+# the loop over the m coefficients saves two length-n arrays per step for the gradient
+SCHEMA = Schema("llsq", [Int("n", min=2, why="t_i = -1 + 2i/(n-1) needs n >= 2"), Array("x", "m")],
+                sizes={"m": (1, 1 << 62)}, elements=("n*(m+1)", lambda z: z["n"] * (z["m"] + 1)))
+
+
+def prepare(v):
+    return (v["x"], v["n"])
 
 
 FUNCTIONS = {"primal": primal, "gradient": gradient}

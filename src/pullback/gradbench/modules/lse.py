@@ -3,6 +3,7 @@ import numpy as np
 
 import pullback as pb
 
+from ..schema import Array, Schema
 from . import backend
 
 
@@ -11,8 +12,11 @@ def logsumexp(x):
     return m + np.log(np.sum(np.exp(x - m)))
 
 
-def prepare(inp):
-    return (np.asarray(inp["x"], dtype=np.float64),)
+SCHEMA = Schema("lse", [Array("x", "n")], sizes={"n": (1, 1 << 62)}, elements=("n", lambda z: z["n"]))
+
+
+def prepare(v):
+    return (v["x"],)
 
 
 FUNCTIONS = {

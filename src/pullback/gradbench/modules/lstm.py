@@ -4,6 +4,7 @@ import numpy as np
 
 import pullback as pb
 
+from ..schema import Array, Schema
 from . import backend
 
 
@@ -52,14 +53,16 @@ def jacobian(main_params, extra_params, state, sequence):
     return np.concatenate([gm.reshape(-1), ge.reshape(-1)])
 
 
-def prepare(inp):
-    main_params = np.asarray(inp["main_params"], dtype=np.float64)
-    extra_params = np.asarray(inp["extra_params"], dtype=np.float64)
-    state = np.asarray(inp["state"], dtype=np.float64)
-    sequence = np.asarray(inp["sequence"], dtype=np.float64)
-    if main_params.ndim != 2 or extra_params.shape != (3, sequence.shape[1]) or sequence.shape[0] < 2:
-        raise ValueError("lstm: inconsistent shapes")
-    return (main_params, extra_params, state, sequence)
+# L layers, b characters, c steps; the gradient saves a few length-b vectors per layer and step
+SCHEMA = Schema("lstm", [
+    Array("main_params", "2*L", "4*b"), Array("extra_params", 3, "b"), Array("state", "2*L", "b"),
+    Array("sequence", "c", "b"),
+], sizes={"L": (1, 1 << 62), "b": (1, 1 << 62), "c": (2, 1 << 62)},
+    elements=("16*c*L*b", lambda z: 16 * z["c"] * z["L"] * z["b"]))
+
+
+def prepare(v):
+    return (v["main_params"], v["extra_params"], v["state"], v["sequence"])
 
 
 FUNCTIONS = {"objective": objective, "jacobian": jacobian}

@@ -3,6 +3,7 @@ import numpy as np
 
 import pullback as pb
 
+from ..schema import Array, Int, Schema
 from . import backend
 
 
@@ -27,11 +28,13 @@ def ode_last(x, s):
     return y[y.shape[0] - 1]
 
 
-def prepare(inp):
-    s = int(inp["s"])
-    if s < 1:
-        raise ValueError("ode needs s >= 1")
-    return (np.asarray(inp["x"], dtype=np.float64), s)
+# the gradient saves the state at each of the s steps
+SCHEMA = Schema("ode", [Array("x", "n"), Int("s", min=1)], sizes={"n": (1, 1 << 62)},
+                elements=("n*(s+1)", lambda z: z["n"] * (z["s"] + 1)))
+
+
+def prepare(v):
+    return (v["x"], v["s"])
 
 
 FUNCTIONS = {
