@@ -350,13 +350,23 @@ arrays = (st.lists(numbers, max_size=5)
 json_values = st.recursive(scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=6), c,
                                                                                          max_size=4), max_leaves=12)
 inputs = st.dictionaries(st.sampled_from(FIELDS), st.integers(0, 4) | arrays | scalars, max_size=8) | json_values
-messages = st.fixed_dictionaries({}, optional={
+loose_messages = st.fixed_dictionaries({}, optional={
     "id": st.integers(-5, 5) | scalars | json_values,
     "kind": st.sampled_from(["start", "define", "evaluate", "analysis", "nope"]) | scalars,
     "module": st.sampled_from(modules.NAMES) | scalars,
     "function": st.sampled_from(FUNCTIONS) | scalars,
     "input": inputs,
 })
+PAIRS = [(name, f) for name in modules.NAMES for f in modules.load(name).FUNCTIONS]
+timing = {"min_runs": st.integers(-1, 3) | scalars, "min_seconds": st.floats(-1, 1e-3) | scalars}
+evaluations = st.builds(
+    lambda mid, pair, inp: {"id": mid, "kind": "evaluate", "module": pair[0], "function": pair[1], "input": inp},
+    st.integers(0, 100), st.sampled_from(PAIRS), inputs)
+lse_evaluations = st.builds(
+    lambda mid, fn, inp: {"id": mid, "kind": "evaluate", "module": "lse", "function": fn, "input": inp},
+    st.integers(0, 100), st.sampled_from(["primal", "gradient"]),
+    st.fixed_dictionaries({"x": arrays | scalars}, optional=timing))
+messages = st.one_of(loose_messages, evaluations, lse_evaluations)
 
 
 def fuzz_session():
