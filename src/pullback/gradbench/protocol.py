@@ -7,8 +7,8 @@ line on stdout (flushed), each echoing the message's "id".
 - analysis -> {"id"}
 - anything else -> {"id", "error"}
 
-Evaluation checks the input against the module's schema (`modules/<name>.py`,
-`SCHEMA`; see `schema.py`) and converts it to NumPy once (untimed), calls the
+Evaluation checks the input against the module's schema and converts it to
+NumPy once (`modules/<name>.py`, `prepare`, untimed; see `schema.py`), calls the
 function once so that pullback stages and compiles it for the input's shapes
 (reported as a separate "warmup" timing: a cold compile, or a load from the
 disk cache), then times `min_runs` or more "evaluate" calls, until
@@ -230,7 +230,7 @@ class Session:
                 raise InputError("the message has no \"input\"")
             inp = msg["input"]
             timing = self.timing.validate(inp, self.limits)
-            args = mod.prepare(mod.SCHEMA.validate(inp, self.limits))
+            args = mod.prepare(inp, self.limits)
             output, timings = self._run(fn, args, timing["min_runs"], timing["min_seconds"])
         except Exception as e:  # noqa: BLE001 - compile and run errors included
             return {"id": mid, "success": False, "error": error_text(e)}

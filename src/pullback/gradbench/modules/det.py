@@ -7,7 +7,7 @@ import numpy as np
 
 import pullback as pb
 
-from ..schema import Array, Derived, Int, Schema
+from ..schema import Array, Derived, Int, Limits, Schema
 from . import backend
 
 
@@ -48,7 +48,9 @@ SCHEMA = Schema("det", [Int("ell", min=1, max=MAX_ELL, why=f"expansion by minors
                         Array("A", Derived("ell*ell", lambda z: z["ell"] * z["ell"]))])
 
 
-def prepare(v):
+def prepare(inp, limits=None):
+    """The arguments of FUNCTIONS for a GradBench input; raises InputError (see SCHEMA)."""
+    v = SCHEMA.validate(inp, limits or Limits())
     ell = v["ell"]
     return (v["A"].reshape(ell, ell),)
 

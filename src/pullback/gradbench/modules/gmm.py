@@ -13,7 +13,7 @@ import numpy as np
 
 import pullback as pb
 
-from ..schema import Array, Derived, Float, Int, Schema
+from ..schema import Array, Derived, Float, Int, Limits, Schema
 from . import backend
 
 
@@ -88,7 +88,9 @@ SCHEMA = Schema("gmm", [
     elements=("k*(n*d + d*d) + n*k", lambda z: z["k"] * (z["n"] * z["d"] + z["d"] * z["d"]) + z["n"] * z["k"]))
 
 
-def prepare(v):
+def prepare(inp, limits=None):
+    """The arguments of FUNCTIONS for a GradBench input; raises InputError (see SCHEMA)."""
+    v = SCHEMA.validate(inp, limits or Limits())
     d, k, gamma, m = v["d"], v["k"], v["gamma"], v["m"]
     return (v["alpha"], v["mu"], v["q"], v["l"], v["x"], lower_index(d), gamma, float(m),
             constant(d, k, gamma, m))

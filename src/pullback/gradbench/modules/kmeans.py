@@ -5,7 +5,7 @@ import numpy as np
 
 import pullback as pb
 
-from ..schema import Array, Schema
+from ..schema import Array, Limits, Schema
 from . import backend
 
 
@@ -30,7 +30,9 @@ SCHEMA = Schema("kmeans", [Array("centroids", "k", "d"), Array("points", "n", "d
                 elements=("k*n*d + n*k", lambda z: z["k"] * z["n"] * z["d"] + z["n"] * z["k"]))
 
 
-def prepare(v):
+def prepare(inp, limits=None):
+    """The arguments of FUNCTIONS for a GradBench input; raises InputError (see SCHEMA)."""
+    v = SCHEMA.validate(inp, limits or Limits())
     return (v["centroids"], v["points"])
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 import pullback as pb
 
-from ..schema import Array, Int, Schema
+from ..schema import Array, Int, Limits, Schema
 from . import backend
 
 
@@ -62,7 +62,9 @@ SCHEMA = Schema("llsq", [Int("n", min=2, why="t_i = -1 + 2i/(n-1) needs n >= 2")
                 sizes={"m": (1, 1 << 62)}, elements=("n*(m+1)", lambda z: z["n"] * (z["m"] + 1)))
 
 
-def prepare(v):
+def prepare(inp, limits=None):
+    """The arguments of FUNCTIONS for a GradBench input; raises InputError (see SCHEMA)."""
+    v = SCHEMA.validate(inp, limits or Limits())
     return (v["x"], v["n"])
 
 

@@ -3,7 +3,7 @@ import numpy as np
 
 import pullback as pb
 
-from ..schema import Array, Schema
+from ..schema import Array, Limits, Schema
 from . import backend
 
 
@@ -15,7 +15,9 @@ def logsumexp(x):
 SCHEMA = Schema("lse", [Array("x", "n")], sizes={"n": (1, 1 << 62)}, elements=("n", lambda z: z["n"]))
 
 
-def prepare(v):
+def prepare(inp, limits=None):
+    """The arguments of FUNCTIONS for a GradBench input; raises InputError (see SCHEMA)."""
+    v = SCHEMA.validate(inp, limits or Limits())
     return (v["x"],)
 
 

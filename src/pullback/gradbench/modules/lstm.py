@@ -4,7 +4,7 @@ import numpy as np
 
 import pullback as pb
 
-from ..schema import Array, Schema
+from ..schema import Array, Limits, Schema
 from . import backend
 
 
@@ -61,7 +61,9 @@ SCHEMA = Schema("lstm", [
     elements=("16*c*L*b", lambda z: 16 * z["c"] * z["L"] * z["b"]))
 
 
-def prepare(v):
+def prepare(inp, limits=None):
+    """The arguments of FUNCTIONS for a GradBench input; raises InputError (see SCHEMA)."""
+    v = SCHEMA.validate(inp, limits or Limits())
     return (v["main_params"], v["extra_params"], v["state"], v["sequence"])
 
 

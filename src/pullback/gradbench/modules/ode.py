@@ -3,7 +3,7 @@ import numpy as np
 
 import pullback as pb
 
-from ..schema import Array, Int, Schema
+from ..schema import Array, Int, Limits, Schema
 from . import backend
 
 
@@ -33,7 +33,9 @@ SCHEMA = Schema("ode", [Array("x", "n"), Int("s", min=1)], sizes={"n": (1, 1 << 
                 elements=("n*(s+1)", lambda z: z["n"] * (z["s"] + 1)))
 
 
-def prepare(v):
+def prepare(inp, limits=None):
+    """The arguments of FUNCTIONS for a GradBench input; raises InputError (see SCHEMA)."""
+    v = SCHEMA.validate(inp, limits or Limits())
     return (v["x"], v["s"])
 
 
