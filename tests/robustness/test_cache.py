@@ -243,3 +243,28 @@ def test_refused_root_still_compiles_and_runs(tmp_path, monkeypatch):
         fn = numba_backend.compile_prog(pb.jit(refused_root).staged(x).prog)
     assert fn(x)[0] == pytest.approx(0.75 * 5.0)
     assert fn.path.startswith(numba_cache._private_root())
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_numba_cache_dir_elsewhere_is_verified_and_vetted(tmp_path):
+    """With NUMBA_CACHE_DIR set, numba's files live there: they are under the
+    manifest too, and an unsafe NUMBA_CACHE_DIR means no disk cache (a warning)."""
+    child = tmp_path / "child.py"
+    child.write_text(_CHILD.format(src=_SRC, n=1, funcs=textwrap.dedent(_FUNC).format(k=0, c=1.5)))
+    ncache = tmp_path / "ncache"
+    env = dict(os.environ, PULLBACK_CACHE_DIR=str(tmp_path / "cache"), NUMBA_CACHE_DIR=str(ncache))
+    (first,), _ = _run(child, env)
+    assert not first["hit"] and not first["warnings"]
+    nbi = sorted(ncache.rglob("pb_*.nbi"))
+    assert nbi and not list((tmp_path / "cache" / "numba").rglob("*.nbi"))
+    manifest = json.loads(pathlib.Path(first["path"]).with_suffix(".manifest.json").read_text())
+    assert str(nbi[0]) in manifest["files"]
+    nbi[0].write_bytes(nbi[0].read_bytes() + b"tampered")
+    (second,), _ = _run(child, env)
+    assert second["value"] == pytest.approx(_expected(0), rel=1e-12)
+    assert not second["hit"] and any("does not match" in w for w in second["warnings"])
+    ncache.chmod(0o777)
+    (third,), _ = _run(child, env)
+    assert third["value"] == pytest.approx(_expected(0), rel=1e-12)
+    assert not third["hit"] and any("without numba's disk cache" in w for w in third["warnings"])

@@ -120,14 +120,18 @@ class _Unit:
         exec(code, mod.__dict__)
         disps = [v for v in vars(mod).values() if isinstance(v, Dispatcher)]
         if self.cache:
+            import numba
+
             self.ndir = next((d._cache.cache_path for d in disps if not isinstance(d._cache, NullCache)), None)
-            why = numba_cache.unsafe_reason(self.ndir) if self.ndir else "has no usable numba cache path"
-            if why is None and self.ndir and os.environ.get("NUMBA_CACHE_DIR"):
-                why = numba_cache.unsafe_reason(os.environ["NUMBA_CACHE_DIR"])
+            bad = self.ndir
+            why = numba_cache.unsafe_reason(bad) if bad else "is not usable"
+            if why is None and numba.config.CACHE_DIR:
+                bad = numba.config.CACHE_DIR
+                why = numba_cache.unsafe_reason(bad)
             if why:
                 self.cache = False
-                numba_cache.warn(f"numba's cache directory {self.ndir} {why}; compiling {self.entry.path} "
-                                 "without numba's disk cache")
+                numba_cache.warn(f"numba's cache directory {bad} {why}; compiling {self.entry.path} without "
+                                 "numba's disk cache (make the directory private, e.g. `chmod 700`)")
         if not self.cache:
             for d in disps:
                 d._cache = NullCache()
@@ -184,8 +188,15 @@ def _load_module(prog: Prog, fname: str | None, src: str) -> _Unit:
     if unit is not None:
         return unit
     d = numba_cache.module_dir()
-    try:  # numba's files go here (unless NUMBA_CACHE_DIR is set): owner-only
-        os.makedirs(os.path.join(d, "__pycache__"), mode=0o700, exist_ok=True)
+    try:  # numba's cache path (see numba.core.caching's locators), made owner-only before numba makes it
+        if numba.config.CACHE_DIR:
+            from numba.core.caching import _CacheLocator
+
+            os.makedirs(numba.config.CACHE_DIR, mode=0o700, exist_ok=True)
+            sub = _CacheLocator.get_suitable_cache_subpath(os.path.join(d, "x.py"))
+            os.makedirs(os.path.join(numba.config.CACHE_DIR, sub), mode=0o700, exist_ok=True)
+        else:
+            os.makedirs(os.path.join(d, "__pycache__"), mode=0o700, exist_ok=True)
     except OSError:
         pass  # numba then picks another place, vetted in _Unit._exec
     entry = numba_cache.Entry(d, h, src)

@@ -186,7 +186,11 @@ class Entry:
         except ImportError:  # pragma: no cover - not POSIX
             yield
             return
-        fd = os.open(os.path.join(self.dir, self.base + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(os.path.join(self.dir, self.base + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:   # the directory went away (e.g. removed by hand): go on unlocked
+            yield
+            return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
