@@ -130,8 +130,8 @@ def _load_user_file(path: str):
     sys.modules[spec.name] = mod
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))   # its siblings import, as under `python FILE`
     try:
-        exec(code, mod.__dict__)
-    except (Exception, SystemExit) as e:
+        exec(code, mod.__dict__)  # noqa: S102 - the user's own file, as `python FILE` would
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - any failure of the user's file
         frames = [fr for fr in traceback.extract_tb(e.__traceback__) if fr.filename == path]
         where = f"{path}:{frames[-1].lineno}" if frames else path
         raise _UserError(f"{where}: running the file raised {type(e).__name__}: {e}") from None

@@ -117,7 +117,7 @@ class _Unit:
         code = compile(self.entry.src, self.entry.path, "exec")
         mod = types.ModuleType(self.modname)
         mod.__file__ = self.entry.path
-        exec(code, mod.__dict__)
+        exec(code, mod.__dict__)  # noqa: S102 - the source pullback generated, held in memory
         disps = [v for v in vars(mod).values() if isinstance(v, Dispatcher)]
         if self.cache:
             import numba
@@ -187,8 +187,37 @@ def _load_module(prog: Prog, fname: str | None, src: str) -> _Unit:
     unit = _UNITS.get(modname)
     if unit is not None:
         return unit
+    mutual = _mutual_recursion(prog)
     d = numba_cache.module_dir()
-    try:  # numba's cache path (see numba.core.caching's locators), made owner-only before numba makes it
+    while True:
+        _make_numba_dir(d)
+        entry = numba_cache.Entry(d, h, src)
+        with entry.lock():
+            try:
+                why = entry.write_module()
+            except OSError as err:  # e.g. a directory in the entry's place
+                if d == numba_cache.private_module_dir():
+                    raise
+                numba_cache.warn(f"cannot write the cache entry {entry.path} ({err}); "
+                                 "using a private temporary cache for it")
+                d = numba_cache.private_module_dir()
+                continue
+            if why:
+                numba_cache.warn(f"cached {why}; rewrote it and recompiling")
+            unit = _Unit(entry, modname, cache=not mutual)
+            if why and unit.cache:
+                entry.discard(unit.ndir)
+        break
+    _UNITS[modname] = unit
+    return unit
+
+
+def _make_numba_dir(d: str) -> None:
+    """Make numba's cache path for modules in `d` (see numba.core.caching's
+    locators) owner-only before numba makes it with the umask's mode."""
+    import numba
+
+    try:
         if numba.config.CACHE_DIR:
             from numba.core.caching import _CacheLocator
 
@@ -199,17 +228,6 @@ def _load_module(prog: Prog, fname: str | None, src: str) -> _Unit:
             os.makedirs(os.path.join(d, "__pycache__"), mode=0o700, exist_ok=True)
     except OSError:
         pass  # numba then picks another place, vetted in _Unit._exec
-    entry = numba_cache.Entry(d, h, src)
-    mutual = _mutual_recursion(prog)
-    with entry.lock():
-        why = entry.write_module()
-        if why:
-            numba_cache.warn(f"cached {why}; rewrote it and recompiling")
-        unit = _Unit(entry, modname, cache=not mutual)
-        if why and unit.cache:
-            entry.discard(unit.ndir)
-    _UNITS[modname] = unit
-    return unit
 
 
 def _numba_error(err, path: str, src: str, prog: Prog) -> PullbackError:

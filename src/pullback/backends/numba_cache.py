@@ -136,6 +136,11 @@ def module_dir() -> str:
     return os.path.join(root(), "numba")
 
 
+def private_module_dir() -> str:
+    """``numba`` in the private temporary root (made on first use)."""
+    return os.path.join(_private_root(), "numba")
+
+
 def atomic_write(path: str, data: bytes) -> None:
     """Write `data` to `path` atomically with mode 0o600."""
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=os.path.basename(path) + ".", suffix=".tmp")
@@ -257,7 +262,7 @@ class Entry:
         known = self._read_manifest() or {}
         files |= {p for p in known if os.path.basename(p).startswith(self.base + ".")}
         for p in sorted(files) + [self.manifest]:
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 os.unlink(p)
 
     def record(self, ndir: str) -> None:
