@@ -8,16 +8,25 @@ the emitted code with Numba, `"interp"` is the reference semantics and
 `"pysource"` runs the readable emitted NumPy Python. Each transformation object also has
 `__pullback_stage__`, so it may be called inside code that pullback itself
 stages and differentiates (grad of grad, grad of a function that calls grad).
+
+Errors: every public entry point raises only `PullbackError`s that name a
+file and line (`errors.user_error` at the boundary, note [api-errors]).
+Outputs have the dtypes of the staged program's results on every backend (a
+gradient has its argument's dtype, as in JAX). Threads: a first call (staging
+and creating the runner) holds `frontend.STAGING_LOCK`; a warm call takes no
+lock (note [staging-threads]).
 """
 from __future__ import annotations
 
 import os
+import types
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import transforms
-from .errors import PullbackError
+from .errors import PullbackError, debugging, user_error
+from .frontend import STAGING_LOCK
 from .passes.const_args import const_args
 from .passes.dead_results import dead_results
 from .pytree import flatten, unflatten
@@ -63,10 +72,13 @@ _SIMPLE = (float, int, bool)
 
 def _fast_key(args):
     """A cheap signature key when every argument is an array or a number (no
-    pytrees); None otherwise, and the general key is used."""
+    pytrees); None otherwise, and the general key is used. uint64 values may not
+    fit in int64, so they always take the checked path."""
     key = []
     for a in args:
         if isinstance(a, (np.ndarray, np.generic)):
+            if a.dtype.kind not in "fib":
+                return None
             key.append((a.dtype, a.shape))
         elif type(a) in _SIMPLE:
             key.append(type(a))
@@ -75,10 +87,32 @@ def _fast_key(args):
     return tuple(key)
 
 
-def _to_output(v):
+def _out_dtypes(prog):
+    """NumPy dtypes of the entry's results: outputs are converted to these (note [output-dtypes])."""
+    from .ir.types import TensorType, np_dtype
+
+    return tuple(np.dtype(np_dtype(t.dtype)) if isinstance(t, TensorType) else None
+                 for t in prog.func(prog.entry).ret_types)
+
+
+_PY_KIND = {float: "f", int: "i", bool: "b"}
+
+
+def _to_output(v, dt):
+    """A backend's result as the IR result type `dt` says: arrays of that dtype (no
+    copy when they already have it), 0-d arrays as NumPy scalars, Python scalars kept
+    when their kind is right."""
     if isinstance(v, np.ndarray):
+        if dt is not None and v.dtype != dt:
+            v = v.astype(dt)
         return v if v.ndim else v[()]
-    return v
+    if dt is None:
+        return v
+    if isinstance(v, np.generic):
+        return v if v.dtype == dt else dt.type(v)
+    if _PY_KIND.get(type(v)) == dt.kind and dt.itemsize == 8 or type(v) is bool and dt.kind == "b":
+        return v
+    return dt.type(v)
 
 
 def _positional(fun, args, kwargs) -> tuple:
@@ -87,65 +121,185 @@ def _positional(fun, args, kwargs) -> tuple:
 
     target = getattr(fun, "fun", fun)
     try:
-        bound = inspect.signature(target).bind(*args, **kwargs)
+        bound = inspect.signature(target, follow_wrapped=False).bind(*args, **kwargs)
         bound.apply_defaults()
     except (TypeError, ValueError) as e:
         raise PullbackError(f"cannot pass these arguments to {getattr(target, '__name__', 'the function')}: {e}",
-                            hint="pass arguments positionally") from None
+                            hint="pass the arguments its signature declares") from None
     if bound.kwargs:
         raise PullbackError(f"keyword-only arguments {sorted(bound.kwargs)} are not supported by transformations",
                             hint="make them positional parameters")
     return tuple(bound.args)
 
 
-class jit:
+def _check_callable(fun, what):
+    if not callable(fun):
+        raise PullbackError(f"{what} needs a function, got {_short(fun)} of type {type(fun).__name__}",
+                            hint=f"pass the function itself: pb.{what}(f), then call the result with the arguments")
+    if isinstance(fun, type):
+        raise PullbackError(f"{what} needs a function, got the class {fun.__name__}",
+                            hint="pass a function (or a method of an instance) that computes with NumPy")
+
+
+def _short(v) -> str:
+    try:
+        r = repr(v)
+    except Exception:
+        r = f"<{type(v).__name__} object>"
+    return r if len(r) <= 60 else r[:45] + "..." + r[-10:]
+
+
+def _argnums(argnums, what, single=False):
+    """`argnums` validated: an int, or (unless `single`) a non-empty tuple/list of distinct ints."""
+    def bad(msg):
+        return PullbackError(f"{what}: {msg}",
+                             hint="argnums is the position of the argument to differentiate (an int), "
+                                  + ("" if single else "or a tuple of distinct positions, ") + "e.g. argnums=0")
+
+    if isinstance(argnums, (int, np.integer)) and not isinstance(argnums, (bool, np.bool_)):
+        return int(argnums)
+    if single:
+        raise bad(f"argnums must be an int, got {_short(argnums)}")
+    if not isinstance(argnums, (tuple, list)):
+        raise bad(f"argnums must be an int or a tuple of ints, got {_short(argnums)}")
+    if not argnums:
+        raise bad("argnums is empty")
+    out = []
+    for n in argnums:
+        if not isinstance(n, (int, np.integer)) or isinstance(n, (bool, np.bool_)):
+            raise bad(f"argnums must contain ints, got {_short(n)}")
+        out.append(int(n))
+    if len(set(out)) != len(out):
+        raise bad(f"argnums {tuple(out)} repeats a position")
+    return tuple(out)
+
+
+def _static_argnums(static_argnums):
+    if isinstance(static_argnums, (int, np.integer)) and not isinstance(static_argnums, (bool, np.bool_)):
+        return (int(static_argnums),)
+    if isinstance(static_argnums, (tuple, list)) and all(
+            isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in static_argnums):
+        return tuple(int(n) for n in static_argnums)
+    raise PullbackError(f"static_argnums must be an int or a tuple of ints, got {_short(static_argnums)}",
+                        hint="static_argnums lists the positions of arguments whose values are fixed when staging")
+
+
+def _check_backend(backend):
+    if backend is not None and backend not in BACKENDS:
+        raise PullbackError(f"unknown backend {_short(backend)}", hint="use backend='numba', 'pysource' or 'interp'")
+    return backend
+
+
+class _Boundary:
+    """Public callables: turn anything leaving `_call` into a located PullbackError."""
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return self._call(args, kwargs)
+        except Exception as e:
+            if debugging() and not isinstance(e, PullbackError):
+                raise
+            raise _boundary_error(e) from None
+
+
+def _site():
+    from .errors import call_site
+
+    return call_site()
+
+
+def _boundary_error(e):
+    """`e` as the located PullbackError a public entry point raises; its traceback
+    through pullback's internals is dropped unless $PULLBACK_DEBUG is set."""
+    err = user_error(e)
+    if not debugging():
+        err.__cause__ = None
+        err.__suppress_context__ = True
+        err = err.with_traceback(None)
+    return err
+
+
+def _api(fn):
+    """Decorator for public functions: the same boundary as `_Boundary`."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            if debugging() and not isinstance(e, PullbackError):
+                raise
+            raise _boundary_error(e) from None
+    return wrapper
+
+
+class jit(_Boundary):
     """`pb.jit(f)`: stage `f` per argument signature and run the staged program."""
 
     def __init__(self, fun, backend: str | None = None, static_argnums=()):
+        try:
+            _check_callable(fun, "jit")
+            self.static_argnums = _static_argnums(static_argnums)
+            self.backend = _check_backend(backend) or default_backend()
+        except PullbackError as e:
+            raise _boundary_error(e) from None
         self.fun = fun
-        self.backend = backend or default_backend()
-        self.static_argnums = tuple((static_argnums,) if isinstance(static_argnums, int) else static_argnums)
         self._cache = {}
-        self._fast = {}   # _fast_key -> (runner, out_tree), for calls without pytrees or static args
+        self._fast = {}   # _fast_key -> (runner, out_tree, out dtypes), for calls without pytrees or static args
         self.__name__ = getattr(fun, "__name__", "jitted")
         self.__doc__ = getattr(fun, "__doc__", None)
+
+    def _static_for(self, n):
+        for i in self.static_argnums:
+            if not -n <= i < n:
+                raise PullbackError(f"static_argnums={self.static_argnums} but the function got {n} arguments",
+                                    hint="static_argnums are positions of the arguments passed")
+        return tuple(sorted(i % n for i in self.static_argnums))
 
     def staged(self, *args):
         from .frontend import signature_key, stage
 
-        key = signature_key(args, self.static_argnums)
+        static = self._static_for(len(args)) if self.static_argnums else ()
+        key = signature_key(args, static)
         hit = self._cache.get(key)
         if hit is None:
-            hit = stage(self.fun, args, static_argnums=self.static_argnums)
-            hit.prog = dead_results(const_args(hit.prog))
-            self._cache[key] = hit
+            with STAGING_LOCK:
+                hit = self._cache.get(key)
+                if hit is None:
+                    hit = stage(self.fun, args, static_argnums=static)
+                    hit.prog = dead_results(const_args(hit.prog))
+                    hit.out_dtypes = _out_dtypes(hit.prog)
+                    self._cache[key] = hit
         return hit
 
-    def __call__(self, *args, **kwargs):
+    def _call(self, args, kwargs):
         if kwargs:
             args = _positional(self.fun, args, kwargs)
         fast = None if self.static_argnums else _fast_key(args)
         hit = self._fast.get(fast) if fast is not None else None
         if hit is not None:
-            run, out_tree = hit
+            run, out_tree, dts = hit
             leaves = args
         else:
-            st = self.staged(*args)
-            if st.runner is None:
-                st.runner = _runner(self.backend, st.prog)
-            run, out_tree = st.runner, st.out_tree
-            dyn = tuple(a for i, a in enumerate(args) if i not in self.static_argnums)
+            with STAGING_LOCK:
+                st = self.staged(*args)
+                if st.runner is None:
+                    st.runner = _runner(self.backend, st.prog)
+                run, out_tree, dts = st.runner, st.out_tree, st.out_dtypes
+                if fast is not None:
+                    self._fast[fast] = (run, out_tree, dts)
+            static = self._static_for(len(args)) if self.static_argnums else ()
+            dyn = tuple(a for i, a in enumerate(args) if i not in static)
             leaves, _ = flatten(dyn)
-            if fast is not None:
-                self._fast[fast] = (run, out_tree)
-        return unflatten(out_tree, [_to_output(o) for o in run(*leaves)])
+        return unflatten(out_tree, [_to_output(o, dt) for o, dt in zip(run(*leaves), dts)])
 
     def __pullback_stage__(self, ctx, args, kwargs):
         fname, leaves, in_tree, out_tree, ret_types = transforms.stage_fn(ctx, self.fun, args)
         return ctx.from_atoms(list(ctx.apply(fname, leaves, ret_types)), out_tree)
 
 
-class _Transformed:
+class _Transformed(_Boundary):
     """A derived function (grad, jacobian, ...) of `fun`."""
 
     def __init__(self, stage_impl, fun, backend, name):
@@ -154,10 +308,10 @@ class _Transformed:
         self.__name__ = name
         self._jit = jit(self, backend=backend)
 
-    def __call__(self, *args, **kwargs):
+    def _call(self, args, kwargs):
         if kwargs:
             args = _positional(self.fun, args, kwargs)
-        return self._jit(*args)
+        return self._jit._call(args, {})
 
     def __pullback_stage__(self, ctx, args, kwargs):
         if kwargs:
@@ -171,17 +325,21 @@ def _cached(fun, key, make):
     in a Python loop stages once, as `jax.jit` caches per function. The cache
     lives in the function's `__dict__`, so it goes away with the function. As
     with jit, values a function reads from globals or closures are fixed when
-    it is staged."""
-    per_fun = getattr(fun, "__dict__", None)
-    if per_fun is None:
+    it is staged. Only plain functions and pullback's own callables cache: a
+    bound method shares its function's `__dict__` with every instance, and
+    other callables' `__dict__` belongs to the user. Lock-free when warm."""
+    if not isinstance(fun, (types.FunctionType, _Boundary)):
         return make()
-    cache = per_fun.setdefault("__pullback_transforms__", {})
-    try:
+    per_fun = fun.__dict__
+    cache = per_fun.get("__pullback_transforms__")
+    hit = cache.get(key) if cache is not None else None
+    if hit is not None:
+        return hit
+    with STAGING_LOCK:
+        cache = per_fun.setdefault("__pullback_transforms__", {})
         hit = cache.get(key)
-    except TypeError:  # unhashable argnums
-        return make()
-    if hit is None:
-        hit = cache[key] = make()
+        if hit is None:
+            hit = cache[key] = make()
     return hit
 
 
@@ -189,43 +347,79 @@ def _name(fun, what):
     return f"{what}({getattr(fun, '__name__', 'f')})"
 
 
+def _prepare(fun, what, backend, argnums=None, single=False):
+    _check_callable(fun, what)
+    _check_backend(backend)
+    return None if argnums is None else _argnums(argnums, what, single)
+
+
+@_api
 def grad(fun, argnums=0, backend: str | None = None):
     """Gradient of a scalar-valued `fun` with respect to argument(s) `argnums`."""
+    argnums = _prepare(fun, "grad", backend, argnums)
     return _cached(fun, ("grad", argnums, backend), lambda: _Transformed(
         lambda ctx, a: transforms.grad(ctx, fun, a, argnums), fun, backend, _name(fun, "grad")))
 
 
+@_api
 def value_and_grad(fun, argnums=0, backend: str | None = None):
     """`(fun(*args), grad(fun)(*args))` in one pass."""
+    argnums = _prepare(fun, "value_and_grad", backend, argnums)
     return _cached(fun, ("value_and_grad", argnums, backend), lambda: _Transformed(
         lambda ctx, a: transforms.grad(ctx, fun, a, argnums, with_value=True), fun, backend,
         _name(fun, "value_and_grad")))
 
 
+@_api
 def jacobian(fun, argnums=0, mode: str = "rev", backend: str | None = None):
     """Jacobian of `fun` w.r.t. one argument, shape `out.shape + x.shape`."""
+    argnums = _prepare(fun, "jacobian", backend, argnums, single=True)
     if mode not in ("rev", "fwd"):
-        raise PullbackError(f"jacobian mode must be 'rev' or 'fwd', got {mode!r}")
+        raise PullbackError(f"jacobian mode must be 'rev' or 'fwd', got {_short(mode)}",
+                            hint="mode='rev' (one vjp per output element) or mode='fwd' (one jvp per input element)")
     return _cached(fun, ("jacobian", argnums, mode, backend), lambda: _Transformed(
         lambda ctx, a: transforms.jacobian(ctx, fun, a, argnums, mode), fun, backend, _name(fun, "jacobian")))
 
 
-jacrev = lambda fun, argnums=0, backend=None: jacobian(fun, argnums, "rev", backend)  # noqa: E731
-jacfwd = lambda fun, argnums=0, backend=None: jacobian(fun, argnums, "fwd", backend)  # noqa: E731
+def jacrev(fun, argnums=0, backend=None):
+    """`jacobian(fun, argnums, mode="rev")`."""
+    return jacobian(fun, argnums, "rev", backend)
 
 
+def jacfwd(fun, argnums=0, backend=None):
+    """`jacobian(fun, argnums, mode="fwd")`."""
+    return jacobian(fun, argnums, "fwd", backend)
+
+
+@_api
 def hessian(fun, argnums=0, backend: str | None = None):
     """Hessian by forward-over-reverse: `jacobian(grad(fun), mode="fwd")`."""
+    argnums = _prepare(fun, "hessian", backend, argnums, single=True)
     return jacobian(grad(fun, argnums, backend), argnums, "fwd", backend)
+
+
+def _tuple_arg(v, what, name):
+    if not isinstance(v, (tuple, list)):
+        raise PullbackError(f"{what}: {name} must be a tuple (or list) with one entry per argument, "
+                            f"got {type(v).__name__}", hint=f"write pb.{what}(f, (x,), (t,)) for one argument")
+    return tuple(v)
 
 
 class _JvpOp:
     """`pb.jvp(f, primals, tangents) -> (out, tangent_out)`."""
 
     def __call__(self, fun, primals, tangents, backend: str | None = None):
-        t = _cached(fun, ("jvp", backend), lambda: _Transformed(
-            lambda ctx, a: transforms.jvp(ctx, fun, a[0], a[1]), fun, backend, _name(fun, "jvp")))
-        return t(tuple(primals), tuple(tangents))
+        try:
+            _prepare(fun, "jvp", backend)
+            primals = _tuple_arg(primals, "jvp", "primals")
+            tangents = _tuple_arg(tangents, "jvp", "tangents")
+            t = _cached(fun, ("jvp", backend), lambda: _Transformed(
+                lambda ctx, a: transforms.jvp(ctx, fun, a[0], a[1]), fun, backend, _name(fun, "jvp")))
+            return t._call((primals, tangents), {})
+        except Exception as e:
+            if debugging() and not isinstance(e, PullbackError):
+                raise
+            raise _boundary_error(e) from None
 
     def __pullback_stage__(self, ctx, args, kwargs):
         fun, primals, tangents = args
@@ -236,12 +430,19 @@ class _VjpOp:
     """`pb.vjp(f, *primals) -> (out, vjp_fn)`; `vjp_fn(ct)` returns one cotangent per primal."""
 
     def __call__(self, fun, *primals, backend: str | None = None):
-        out = _cached(fun, ("jit", backend), lambda: jit(fun, backend=backend))(*primals)
-        t = _cached(fun, ("vjp", backend), lambda: _Transformed(
-            lambda ctx, a: _apply_vjp(ctx, fun, a[0], a[1]), fun, backend, _name(fun, "vjp")))
+        try:
+            _prepare(fun, "vjp", backend)
+            out = _cached(fun, ("jit", backend), lambda: jit(fun, backend=backend))._call(primals, {})
+            t = _cached(fun, ("vjp", backend), lambda: _Transformed(
+                lambda ctx, a: _apply_vjp(ctx, fun, a[0], a[1]), fun, backend, _name(fun, "vjp")))
+        except Exception as e:
+            if debugging() and not isinstance(e, PullbackError):
+                raise
+            raise _boundary_error(e) from None
 
+        @_api
         def vjp_fn(ct):
-            return t(tuple(primals), ct)
+            return t._call((tuple(primals), ct), {})
 
         return out, vjp_fn
 
@@ -259,6 +460,7 @@ jvp = _JvpOp()
 vjp = _VjpOp()
 
 
+@_api
 def derivative_source(fun, *args, mode: str = "rev", argnums=None) -> str:
     """The readable Python source of `fun`'s derivative for these arguments.
 
@@ -272,8 +474,10 @@ def derivative_source(fun, *args, mode: str = "rev", argnums=None) -> str:
     from .passes.jvp import jvp_prog
     from .passes.vjp import vjp_prog
 
+    _check_callable(fun, "derivative_source")
     if mode not in ("rev", "fwd"):
-        raise PullbackError(f"mode must be 'rev' or 'fwd', got {mode!r}")
+        raise PullbackError(f"mode must be 'rev' or 'fwd', got {_short(mode)}",
+                            hint="mode='rev' shows the vjp, mode='fwd' the jvp")
     st = stage(fun, args)
     prog, name = (vjp_prog if mode == "rev" else jvp_prog)(st.prog)
     prog = prune_prog(prog.with_funcs(prog.funcs, entry=name))
@@ -292,12 +496,14 @@ class MemoryReport:
         return f"MemoryReport(peak_bytes={self.peak_bytes})"
 
 
+@_api
 def memory_report(fun, *args) -> MemoryReport:
     """Run `fun`'s reverse pass (a vjp with an all-ones cotangent) on the
     reference interpreter and report the bytes its stores held."""
     from .backends.interp import Meter, run
     from .frontend import stage
 
+    _check_callable(fun, "memory_report")
     st = stage(_Transformed(lambda ctx, a: _ones_vjp(ctx, fun, a), fun, "interp", "vjp"), args)
     meter = Meter()
     leaves, _ = flatten(tuple(args))

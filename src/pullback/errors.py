@@ -1,10 +1,16 @@
 """User-facing errors.
 
 Contract: every error that reaches a user is a `PullbackError` that names the
-user's file and line (when known) and says what to do instead. Internal code
-raises these without a location; the frontend attaches one (`with_loc`).
+user's file and line and says what to do instead. Internal code raises these
+without a location; the frontend attaches the staged statement's (`with_loc`),
+and the public API attaches the user's call site to any that still has none
+(`user_error`, which also turns exceptions that are not PullbackErrors into
+ones: resource exhaustion says so, anything else is an `InternalError`).
 """
 from __future__ import annotations
+
+import os
+import sys
 
 
 class PullbackError(Exception):
@@ -57,3 +63,57 @@ class StagingError(PullbackError):
 
 class IRError(PullbackError):
     """The IR is ill-formed (type checker, parser). Indicates a compiler bug or bad hand-written IR."""
+
+
+class InternalError(PullbackError):
+    """pullback itself failed (a bug): an unexpected exception reached the API."""
+
+
+# -- the API boundary ---------------------------------------------------------------------
+
+_PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def call_site():
+    """The `SrcLoc` of the innermost stack frame outside the pullback package: the
+    user's call of a pullback API function (None if there is none)."""
+    import linecache
+
+    from .ir.core import SrcLoc
+
+    f = sys._getframe(1)
+    while f is not None:
+        file = f.f_code.co_filename
+        if not os.path.abspath(file).startswith(_PKG) and not file.startswith("<frozen "):
+            return SrcLoc(file, f.f_lineno, linecache.getline(file, f.f_lineno).rstrip("\n"))
+        f = f.f_back
+    return None
+
+
+def user_error(e: BaseException) -> PullbackError:
+    """The `PullbackError` to raise for exception `e` leaving a public API call: a
+    PullbackError gets the user's call site if it has no location yet; exhausted
+    resources become errors that say so; anything else is reported as a pullback
+    bug. `raise user_error(e) from None` at each public entry point (note [api-errors])."""
+    if isinstance(e, PullbackError):
+        return e.with_loc(call_site())
+    loc = call_site()
+    if isinstance(e, RecursionError):
+        return PullbackError(
+            "recursion too deep: Python's stack limit was reached while staging or running this function",
+            loc=loc, hint="check that the recursion reaches its base case for these arguments "
+                          "(recursion on traced data needs its base case first), or rewrite it as a loop")
+    if isinstance(e, MemoryError):
+        return PullbackError(f"out of memory{': ' + str(e) if str(e) else ''}", loc=loc,
+                             hint="the arrays this call needs do not fit in memory; use smaller inputs")
+    if isinstance(e, OverflowError):
+        return PullbackError(f"a number does not fit in 64 bits: {e}", loc=loc,
+                             hint="integer arguments must lie in [-2**63, 2**63); pass large values as floats")
+    return InternalError(f"internal error in pullback: {type(e).__name__}: {e}", loc=loc,
+                         hint="this is a bug in pullback; please report it with your program "
+                              "(set PULLBACK_DEBUG=1 to see the internal traceback)")
+
+
+def debugging() -> bool:
+    """True when ``$PULLBACK_DEBUG`` asks for internal exceptions to propagate unchanged."""
+    return bool(os.environ.get("PULLBACK_DEBUG"))

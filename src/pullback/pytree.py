@@ -1,8 +1,9 @@
 """Pytrees: nested tuples, lists and dicts (and None) of leaves.
 
 Contract: `flatten(x) -> (leaves, treedef)` and `unflatten(treedef, leaves)`
-are inverse. Dict keys are sorted, as in JAX. A treedef is hashable, so it can
-key the staging cache.
+are inverse. Dict keys are sorted, as in JAX (keys that cannot be ordered
+among themselves raise a `PullbackError`, as does a container that contains
+itself). A treedef is hashable, so it can key the staging cache.
 """
 from __future__ import annotations
 
@@ -36,22 +37,41 @@ class TreeDef:
 
 
 LEAF = TreeDef("leaf")
+MAX_DEPTH = 200  # containers nested deeper than this are refused (Python's stack would not hold them)
 
 
 def flatten(x, is_leaf=None) -> tuple[list, TreeDef]:
     leaves: list = []
+    active: set = set()  # ids of the containers on the current path (cycle check)
+
+    def enter(v):
+        if len(active) >= MAX_DEPTH:
+            from .errors import PullbackError
+
+            raise PullbackError(f"an argument or result is nested more than {MAX_DEPTH} containers deep",
+                                hint="flatten the data into arrays (np.stack) or shallower tuples/lists/dicts")
+        if id(v) in active:
+            from .errors import PullbackError
+
+            raise PullbackError(f"a {type(v).__name__} that contains itself cannot be an argument or a result",
+                                hint="pass nested tuples, lists and dicts without cycles")
+        active.add(id(v))
 
     def go(v):
         if is_leaf is not None and is_leaf(v):
             leaves.append(v)
             return LEAF
-        if isinstance(v, tuple):
-            return TreeDef("tuple", tuple(go(c) for c in v))
-        if isinstance(v, list):
-            return TreeDef("list", tuple(go(c) for c in v))
-        if isinstance(v, dict):
-            keys = tuple(sorted(v))
-            return TreeDef("dict", tuple(go(v[k]) for k in keys), keys)
+        if isinstance(v, (tuple, list, dict)):
+            enter(v)
+            try:
+                if isinstance(v, tuple):
+                    return TreeDef("tuple", tuple(go(c) for c in v))
+                if isinstance(v, list):
+                    return TreeDef("list", tuple(go(c) for c in v))
+                keys = _sorted_keys(v)
+                return TreeDef("dict", tuple(go(v[k]) for k in keys), keys)
+            finally:
+                active.discard(id(v))
         if v is None:
             return TreeDef("none")
         leaves.append(v)
@@ -59,6 +79,17 @@ def flatten(x, is_leaf=None) -> tuple[list, TreeDef]:
 
     tree = go(x)
     return leaves, tree
+
+
+def _sorted_keys(d) -> tuple:
+    try:
+        return tuple(sorted(d))
+    except TypeError:
+        from .errors import PullbackError
+
+        kinds = sorted({type(k).__name__ for k in d})
+        raise PullbackError(f"the keys of a dict argument or result cannot be ordered (keys of types {kinds})",
+                            hint="use keys of one type (e.g. all strings); pullback sorts dict keys, as JAX does") from None
 
 
 def unflatten(tree: TreeDef, leaves) -> Any:

@@ -66,9 +66,14 @@ def _float_positions(leaves):
 def _check_diff_args(ctx, leaves, in_tree, argnums, what, fun=None):
     ranges = _arg_leaf_ranges(in_tree)
     for n in argnums:
-        if n >= len(ranges):
+        if not -len(ranges) <= n < len(ranges):
             raise PullbackError(f"{what}: argnums={n} but the function got {len(ranges)} arguments",
-                               loc=_where(ctx, fun))
+                                loc=_where(ctx, fun),
+                                hint=f"argnums are positions of the arguments passed (0 to {len(ranges) - 1})")
+    if len({n % len(ranges) for n in argnums}) != len(argnums):
+        raise PullbackError(f"{what}: argnums={tuple(argnums)} names one argument twice", loc=_where(ctx, fun),
+                            hint="list each argument position once")
+    for n in argnums:
         for i in range(*ranges[n]):
             t = leaves[i].type
             if not t.is_float:

@@ -14,12 +14,18 @@ object with a `__pullback_stage__(ctx, args, kwargs)` method (see
 `calls.StagingContext`). Every error is a `PullbackError` carrying the user's
 file and line.
 
+Staging is serialised by one re-entrant lock, `STAGING_LOCK` (staging re-enters
+itself through nested transformations): `stage` holds it, and so does
+`pullback.api` around a first call (staging plus creating the runner), so the
+frontend's caches (`source._CACHE`, ...) need no locks of their own.
+
 Modules: `values` (Traced, weak scalars), `source`/`rewrite` (AST and
 control-flow rewrites), `staging` (statements and expressions), `control` (if,
 for, while), `calls` (helpers, recursion, hooks), `ops`/`numpy_api` (NumPy).
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +36,9 @@ from .calls import StagingContext, stage_entry
 from .values import Traced, leaf_type
 
 
+STAGING_LOCK = threading.RLock()
+
+
 @dataclass
 class Staged:
     prog: Prog
@@ -37,6 +46,7 @@ class Staged:
     out_tree: TreeDef
     in_types: list
     runner: object = None  # set by `pb.jit`: the backend's compiled entry for `prog`
+    out_dtypes: tuple = ()  # set by `pb.jit`: NumPy dtypes of the entry's results
 
 
 def stage(fn, args, static_argnums=()) -> Staged:
@@ -45,7 +55,8 @@ def stage(fn, args, static_argnums=()) -> Staged:
         args = tuple(args)
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
-    prog, in_tree, out_tree, in_types = stage_entry(fn, args, tuple(static_argnums))
+    with STAGING_LOCK:
+        prog, in_tree, out_tree, in_types = stage_entry(fn, args, tuple(static_argnums))
     return Staged(prog, in_tree, out_tree, in_types)
 
 
@@ -75,4 +86,4 @@ def signature_key(args, static_argnums=()):
             tuple((i, _hashable_static(args[i])) for i in sorted(static)))
 
 
-__all__ = ["stage", "Staged", "Traced", "StagingContext", "signature_key"]
+__all__ = ["stage", "Staged", "Traced", "StagingContext", "signature_key", "STAGING_LOCK"]

@@ -18,6 +18,7 @@ Contract:
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import sys
 import types
@@ -133,6 +134,8 @@ def _any_traced(args, kwargs):
 
 
 def call(st, fn, args, kwargs):
+    if fn is builtins.super and not args and not kwargs:
+        return _zero_arg_super(st)
     if isinstance(fn, BoundMethod):
         return METHODS[fn.name](st, fn.obj, *args, **kwargs)
     if isinstance(fn, StagedClosure):
@@ -175,6 +178,20 @@ def call(st, fn, args, kwargs):
                             "or write it in Python in a function pullback can read")
 
 
+def _zero_arg_super(st):
+    """`super()` in a staged method: its class cell and first argument, as Python finds them."""
+    f, cls = st.frame, None
+    while f is not None and cls is None:
+        cls = f.closure.get("__class__")
+        f = f.parent
+    a = getattr(st.src.node, "args", None)
+    params = list(getattr(a, "posonlyargs", [])) + list(getattr(a, "args", [])) if a is not None else []
+    if cls is None or not params or params[0].arg not in st.frame.vars:
+        raise StagingError("super() without arguments is only supported directly in a method",
+                           hint="write super(Class, self)")
+    return super(cls, st.frame.vars[params[0].arg])
+
+
 _TRANSPARENT = {builtins.isinstance, builtins.type, builtins.id, builtins.callable, builtins.hasattr,
                 builtins.getattr, builtins.list, builtins.tuple, builtins.dict, builtins.repr}
 
@@ -199,7 +216,8 @@ def call_closure(st, clo: StagedClosure, args, kwargs):
     try:
         ba = sig.bind(*args, **kwargs)
     except TypeError as e:
-        raise StagingError(f"{clo.__name__}(): {e}") from None
+        raise StagingError(f"{clo.__name__}(): {e}",
+                           hint="call it with the arguments its signature declares") from None
     ba.apply_defaults()
     frame = Frame(dict(ba.arguments), clo.frame.globals, parent=clo.frame)
     saved = (st.frame, st.src, st.top_frame)
@@ -234,10 +252,14 @@ def _closure_signature(clo):
 
 def _bind(fn, args, kwargs):
     try:
-        sig = inspect.signature(fn)
+        sig = inspect.signature(fn, follow_wrapped=False)
         ba = sig.bind(*args, **kwargs)
     except TypeError as e:
-        raise StagingError(f"{getattr(fn, '__name__', fn)}(): {e}") from None
+        raise StagingError(f"{getattr(fn, '__name__', fn)}(): {e}",
+                           hint="call it with the arguments its signature declares") from None
+    except ValueError as e:  # no signature (some builtins)
+        raise StagingError(f"cannot stage '{describe(fn)}': {e}",
+                           hint="pass a function defined with def") from None
     ba.apply_defaults()
     names = list(ba.arguments)
     vals = []
@@ -430,7 +452,7 @@ def positional_names(fn, n):
     if not isinstance(fn, types.FunctionType) and not isinstance(fn, types.MethodType):
         return [f"arg{i}" for i in range(n)]
     try:
-        sig = inspect.signature(fn)
+        sig = inspect.signature(fn, follow_wrapped=False)
     except (TypeError, ValueError):
         return [f"arg{i}" for i in range(n)]
     names = []
@@ -448,7 +470,7 @@ def positional_names(fn, n):
 def _defaults_ok(fn, n):
     """Positional call with n args: fill defaults for the rest (Python semantics)."""
     try:
-        sig = inspect.signature(fn)
+        sig = inspect.signature(fn, follow_wrapped=False)
     except (TypeError, ValueError):
         return []
     extra_names, extra_vals = [], []
@@ -466,11 +488,30 @@ def _defaults_ok(fn, n):
     return list(zip(extra_names, extra_vals))
 
 
-def _names_vals(fn, args):
+def _names_vals(fn, args, kwargs=None):
     """Parameter names and values for a positional call (defaults and *args as in Python)."""
     if isinstance(fn, (types.FunctionType, types.MethodType)):
-        return _bind(fn, list(args), {})
+        return _bind(fn, list(args), dict(kwargs or {}))
     return [f"arg{i}" for i in range(len(args))], list(args)
+
+
+def unwrap_callable(fn, args):
+    """(function, args, kwargs) for calling `fn` on `args`: a `functools.partial`
+    contributes its bound arguments (as concrete values), an instance with a
+    Python `__call__` becomes that bound method; anything else is returned as is."""
+    kwargs: dict = {}
+    for _ in range(100):
+        if isinstance(fn, functools.partial):
+            args = tuple(fn.args) + tuple(args)
+            kwargs = {**fn.keywords, **kwargs}
+            fn = fn.func
+        elif (not isinstance(fn, (type, types.FunctionType, types.MethodType, types.BuiltinFunctionType))
+              and not hasattr(fn, "__pullback_stage__")
+              and isinstance(getattr(type(fn), "__call__", None), types.FunctionType)):
+            fn = types.MethodType(type(fn).__call__, fn)
+        else:
+            break
+    return fn, tuple(args), kwargs
 
 
 def _hook_loc(fn):
@@ -531,7 +572,8 @@ class StagingContext:
         static = dict(static or {})
         for pos in sorted(static):
             args.insert(pos, static[pos])
-        names, vals = _names_vals(fn, args)
+        fn, args, kwargs = unwrap_callable(fn, args)
+        names, vals = _names_vals(fn, args, kwargs)
         key = ("ctx", fn, signature_of(tuple(vals)))
         entry = stage_callable(self._st.state, fn, names, vals, key, loc=self._st.loc or _hook_loc(fn),
                                force_atoms=True)
@@ -573,7 +615,8 @@ def stage_entry(fn, args, static_argnums=()):
             la, ta = flatten(a)
             vals.append(unflatten(ta, [Traced(Var("arg", leaf_type(next(it)))) for _ in la]))
     state = ProgramState()
-    names, vals = _names_vals(fn, vals)
+    fn, vals, kwargs = unwrap_callable(fn, vals)
+    names, vals = _names_vals(fn, vals, kwargs)
     key = (fn, signature_of(tuple(vals)))
     entry = stage_callable(state, fn, names, vals, key, loc=_hook_loc(fn), force_atoms=True)
     prog = state.program(entry.name)

@@ -226,12 +226,27 @@ class Interp:
     s_Continue = s_Break
 
     def s_Assert(self, s):
+        if not __debug__:  # python -O: asserts are not run, as in Python
+            return
         v = self.eval(s.test)
         if isinstance(v, Traced):
-            return
-        if not v:
+            raise StagingError(
+                "assert on a traced value: its truth is only known when the compiled code runs, "
+                "and pullback does not check it there",
+                hint="check the condition on the concrete arguments before calling the transformed function, "
+                     "assert only on values known while staging (shapes, static arguments), or use np.where")
+        if isinstance(v, Poisoned):
+            raise v.error()
+        if not ops.to_bool(self, v):
             msg = self.eval(s.msg) if s.msg is not None else ""
-            raise StagingError(f"assertion failed while staging{': ' + str(msg) if msg else ''}")
+            if self.traced_depth:
+                raise UnsupportedSyntaxError(
+                    "an assert that fails while staging, inside a branch or loop that depends on traced data "
+                    "(pullback cannot tell whether this code runs)",
+                    hint="assert only under conditions known at staging time (shapes, static arguments)")
+            raise StagingError(f"assertion failed while staging{': ' + str(msg) if msg else ''}",
+                               hint="the condition is false for these arguments (it depends only on shapes or "
+                                    "static values, so pullback checked it while staging)")
 
     def s_Raise(self, s):
         if self.traced_depth:
@@ -501,7 +516,7 @@ class Interp:
         if isinstance(v, Poisoned):
             raise v.error()
         try:
-            return getattr(v, e.attr)
+            return getattr(v, _mangle(e.attr, getattr(self.src, "cls", None)))
         except AttributeError as ex:
             raise StagingError(str(ex)) from None
 
@@ -614,6 +629,14 @@ class _MissingRet:
 
 
 _MISSING_RET = _MissingRet()
+
+
+def _mangle(name, cls):
+    """Python's private name mangling inside class `cls`: `__x` -> `_Cls__x`."""
+    if cls is None or not name.startswith("__") or name.endswith("__"):
+        return name
+    stripped = cls.lstrip("_")
+    return f"_{stripped}{name}" if stripped else name
 
 
 def _is_array(v):

@@ -138,14 +138,38 @@ def leaf_type(v) -> TensorType:
     if type(v) is bool:
         return TensorType("bool")
     if type(v) is int:
+        if not _I64_MIN <= v <= _I64_MAX:
+            raise StagingError(f"the integer {_short(v)} does not fit in 64 bits",
+                               hint="integers must lie in [-2**63, 2**63); use a float for larger values")
         return TensorType("i64")
     if type(v) is float:
         return TensorType("f64")
     if isinstance(v, (np.ndarray, np.generic)):
         a = np.asarray(v)
-        return TensorType(dtype_of_np(a.dtype), tuple(a.shape))
-    raise StagingError(f"value {v!r} of type {type(v).__name__} has no IR type",
-                       hint="only numbers, booleans and NumPy arrays can become IR values")
+        try:
+            dt = dtype_of_np(a.dtype)
+        except TypeError:
+            raise StagingError(f"arrays of dtype {a.dtype} are not supported",
+                               hint="use float64, float32, int64 (other integer types are converted) or bool "
+                                    "arrays; complex numbers are not supported") from None
+        if a.dtype.kind == "u" and a.dtype.itemsize == 8 and a.size and int(a.max()) > _I64_MAX:
+            raise StagingError(f"a uint64 value {int(a.max())} does not fit in int64",
+                               hint="integers must lie in [-2**63, 2**63); convert to float first")
+        return TensorType(dt, tuple(a.shape))
+    what = "complex numbers are not supported" if isinstance(v, complex) else \
+        "only numbers, booleans and NumPy arrays can become IR values"
+    raise StagingError(f"value {_short(v)} of type {type(v).__name__} has no IR type", hint=what)
+
+
+_I64_MIN, _I64_MAX = -2 ** 63, 2 ** 63 - 1
+
+
+def _short(v) -> str:
+    try:
+        r = repr(v)
+    except Exception:
+        r = f"<{type(v).__name__} object>"
+    return r if len(r) <= 60 else r[:45] + "..." + r[-10:]
 
 
 def join_dtype(a, b) -> str:

@@ -1,4 +1,9 @@
-"""Reductions over axes: sum, prod, max, min, argmax, argmin."""
+"""Reductions over axes: sum, prod, max, min, argmax, argmin.
+
+max, min, argmax and argmin of an empty axis have no identity: their type
+rules raise `ShapeError` (shapes are concrete, so this is a staging-time error
+at the user's line, as NumPy's ValueError would be at run time).
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -14,10 +19,22 @@ def _axes_type(name, t, axes):
     return tuple(d for i, d in enumerate(t.shape) if i not in axes)
 
 
+_NO_IDENTITY = ("max", "min", "argmax", "argmin")
+
+
+def _check_nonempty(name, t, axes):
+    if name in _NO_IDENTITY and any(t.shape[a] == 0 for a in axes):
+        check(False, f"zero-size array to reduction operation {name} which has no identity "
+                     f"(reducing {t} over axes {tuple(axes)})",
+              hint=f"{name} of an empty array is undefined; check the size first (x.size / x.shape are known "
+                   "while staging), or reduce an array that is never empty")
+
+
 def _red_type(name, int_out=False):
     def type_(ts, axes):
         (t,) = ts
         shape = _axes_type(name, t, axes)
+        _check_nonempty(name, t, axes)
         dt = "i64" if int_out else ("i64" if t.dtype == "bool" and name in ("sum", "prod") else t.dtype)
         return (TensorType(dt, shape),)
     return type_
@@ -102,12 +119,14 @@ _extremum("max", np.max)
 _extremum("min", np.min)
 
 
-def _arg_type(ts, axis):
+def _arg_type(ts, axis, name="argmax"):
     (t,) = ts
     check(0 <= axis < t.ndim, f"axis {axis} out of range for {t}")
+    _check_nonempty(name, t, (axis,))
     return (TensorType("i64", tuple(d for i, d in enumerate(t.shape) if i != axis)),)
 
 
 for _n, _f in (("argmax", np.argmax), ("argmin", np.argmin)):
-    TABLE.add(Row(_n, _arg_type, (lambda f: lambda x, axis: f(x, axis=axis))(_f),
+    TABLE.add(Row(_n, (lambda n: lambda ts, axis: _arg_type(ts, axis, n))(_n),
+                  (lambda f: lambda x, axis: f(x, axis=axis))(_f),
                   cost=_cost_in, zero_deriv=True))
