@@ -4,10 +4,16 @@ Contract: `run(prog, *args, fname=None) -> list` evaluates the entry function
 (or `fname`) on leaf values and returns its results. Every other backend is
 tested against it. `Meter` tracks the bytes held in stores (saved loop state,
 undo logs) so `memory_report` can give the peak.
+
+Run-time errors are located at the user's line (`checks`): an index out of
+bounds (``-n <= i < n`` is valid, negative indices wrap as in NumPy) raises
+`checks.IndexOutOfBoundsError`, integer ``//`` or ``%`` by zero
+`checks.IntegerDivisionError`, recursion deeper than the Python stack
+`checks.RecursionDepthError`. `run` is safe to call from many threads: the
+meter is per thread and the recursion limit is raised with
+`runtime.deep_recursion`.
 """
 from __future__ import annotations
-
-import sys
 
 import numpy as np
 
@@ -15,7 +21,8 @@ from ..errors import PullbackError
 from ..ir.core import Apply, Const, ForForm, If, Loop, Prim
 from ..ir.prims import TABLE
 from ..ir.prims import stores as _stores
-
+from . import checks
+from .runtime import deep_recursion
 
 _NP_SCALAR = {"f64": np.float64, "f32": np.float32, "i64": np.int64, "bool": np.bool_}
 
@@ -56,7 +63,21 @@ class Interpreter:
 
     def body(self, body, env):
         for st in body.stmts:
-            vals = self.exp(st.exp, env, len(st.pat))
+            e = st.exp
+            try:
+                vals = self.exp(e, env, len(st.pat))
+            except (IndexError, ZeroDivisionError) as err:
+                if not isinstance(e, Prim) or isinstance(err, PullbackError):
+                    raise
+                located = checks.from_exception(err, st.loc, e.op)
+                if located is None:
+                    raise
+                raise located from None
+            except RecursionError as err:
+                # remember the innermost call's line; the error is made once the stack has unwound
+                if isinstance(e, Apply) and getattr(err, "pullback_loc", None) is None:
+                    err.pullback_loc = st.loc
+                raise
             for v, x in zip(st.pat, vals):
                 env[v] = x
         return [self.atom(a, env) for a in body.result]
@@ -90,12 +111,8 @@ class Interpreter:
 
 
 def run(prog, *args, fname=None, meter: Meter | None = None) -> list:
-    old = _stores.CURRENT_METER[0]
-    _stores.CURRENT_METER[0] = meter
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 20000))
     try:
-        return Interpreter(prog).call(fname or prog.entry, list(args))
-    finally:
-        _stores.CURRENT_METER[0] = old
-        sys.setrecursionlimit(limit)
+        with _stores.metering(meter), deep_recursion():
+            return Interpreter(prog).call(fname or prog.entry, list(args))
+    except RecursionError as err:
+        raise checks.recursion_error(getattr(err, "pullback_loc", None)) from None

@@ -60,9 +60,13 @@ def emit_prog(prog: Prog, name_hints: bool = True) -> str:
 
 
 def _emit(prog: Prog, name_hints: bool = True):
-    """The module's source and the values of its hidden constant parameters."""
+    """The module's source and the values of its hidden constant parameters, as a
+    `checks.ModuleArgs` that also holds the module's run-time check sites."""
+    from .checks import ModuleArgs
+
     d = NumbaDialect()
-    return ps.emit_prog(prog, name_hints, dialect=d), d.big_values
+    m = ps.emit_module(prog, name_hints, dialect=d)
+    return m.source, ModuleArgs(d.big_values, m.sites)
 
 
 def cache_dir() -> str:
@@ -344,7 +348,7 @@ def compile_prog(prog: Prog, fname: str | None = None):
             sig = tuple(numba.typeof(a) for a in list(args) + consts)
             with _LOCK:
                 first_compile(key, sig)
-        r = disp(*args, *consts)
+        r = consts.call(disp, args)  # = disp(*args, *consts), check failures raised as located errors
         if len(outs) == 1:
             return [outs[0](r)]
         return [o(v) for o, v in zip(outs, r)]

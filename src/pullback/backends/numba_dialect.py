@@ -10,6 +10,15 @@ small njit helpers written into the module. Stores of fixed-shape values are
 stores of stores and of large arrays are `numba.typed.List`s. Large constant
 arrays become hidden trailing parameters (note [numba-constants]). Compiling,
 caching and running live in `numba_backend`.
+
+Run-time checks (note [run-time-checks]): with `boundscheck` (default:
+`checks.bounds_checks_enabled()`, i.e. unless ``PULLBACK_BOUNDSCHECK=0``)
+every read or write at a traced index is preceded by a compare-and-branch
+``if i < -n or i >= n: raise IndexError(K, i)``, and an index array by one
+pass of the helper `_pb_check_idx`; numba itself checks nothing (an index out
+of bounds reads garbage or crashes). Integer ``//`` and ``%`` check their
+divisor (numba's ``error_model="numpy"`` gives 0, and float division by zero
+stays inf/nan).
 """
 from __future__ import annotations
 
@@ -19,6 +28,7 @@ from ..errors import PullbackError
 from ..ir.core import Const, Prim
 from ..ir.prims.indexing import region_shape
 from ..ir.types import StoreType, TensorType
+from . import checks
 from . import numba_fusion as fusion
 from . import pysource as ps
 
@@ -59,9 +69,11 @@ class NumbaDialect:
         (note [numba-stores])."""
         return isinstance(elem, TensorType) and elem.size <= _BUFFER_MAX
 
-    def __init__(self, cache: bool = True):
+    def __init__(self, cache: bool = True, boundscheck: bool | None = None):
         # cache=False: numba compiles the module in every process (used where numba's
         # disk cache is unsafe, e.g. mutually recursive functions)
+        # boundscheck: print index checks (None: unless PULLBACK_BOUNDSCHECK=0)
+        self.boundscheck = checks.bounds_checks_enabled() if boundscheck is None else bool(boundscheck)
         flag = "cache=True" if cache else "cache=False"
         self.deco = _DECO.replace("cache=True", flag)
         self.deco_inline = _DECO_INLINE.replace("cache=True", flag)
@@ -240,6 +252,15 @@ class NumbaDialect:
         self.helper(f"_st_zeros{k}", (
             f"{self.deco}\ndef _st_zeros{k}(s):\n    out = List.empty_list({ety})\n"
             f"    for v in s:\n        out.append({zero})\n    return out"))
+
+    def index_array_check(self) -> str:
+        """The helper that checks every index of an array against an axis size n
+        in one pass, raising ``IndexError(K, i)`` at the first bad one."""
+        return self.helper("_pb_check_idx", (
+            f"{self.deco}\ndef _pb_check_idx(idx, n, k):\n"
+            f"    for i in idx.flat:\n"
+            f"        if i < -n or i >= n:\n"
+            f"            raise IndexError(k, i)"))
 
     def _take_add_helper(self, axis: int) -> str:
         pre = ":, " * axis

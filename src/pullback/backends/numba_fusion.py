@@ -15,6 +15,9 @@ Contract:
   writes into a fresh ``np.empty(S)`` only the results used after the group.
   Semantics are unchanged: every materialized result is a fresh array, as the
   unfused NumPy expression would have made; the others are never observed.
+  Integer ``//`` and ``%`` check each divisor in the loop (note
+  [run-time-checks]); fused statements index only with the loop's own
+  indices, so they need no bounds checks (hoisted ones get the usual checks).
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from dataclasses import dataclass, field
 from ..ir.core import Body, Const, Let, Prim, Var
 from ..ir.traverse import free_vars
 from ..ir.types import TensorType
+from . import checks
 from . import pysource as ps
 
 _ELEMENTWISE = (set(ps._UNARY_FN) | (set(ps._BIN_FN) - {"matmul"})
@@ -217,6 +221,11 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
                 acc = fe.py[v] + f"[{', '.join(idx[d] for d in keep)}]"
             fe.line(inner, f"{acc} += {fe.a(args[0])}  # pb:sum")
             continue
+        if e.op in ("floordiv", "mod") and v.type.dtype in ("i64", "bool") and not (
+                isinstance(args[1], Const) and args[1].value != 0):
+            k = fe.mod.sites.add(checks.Site("div", st.loc, op=e.op))
+            fe.line(inner, f"if {fe.a(args[1])} == 0:")
+            fe.line(inner + 1, f"raise ZeroDivisionError({k}, 0)")
         if e.op == "broadcast_to":
             text = fe.a(args[0])
         else:

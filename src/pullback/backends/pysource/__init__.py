@@ -30,19 +30,19 @@ ps; ps._NP_DTYPE``).
 """
 from __future__ import annotations
 
-from .emitter import _FuncEmitter, _Module, _annotate_later, emit_func, emit_prog
+from .emitter import _FuncEmitter, _Module, _annotate_later, emit_func, emit_module, emit_prog
 from .ownership import _aliasing_args, _fresh_result, _Ownership
 from .prims import _dtype_name, _np_dtype, _PrimEmitter, _promote_rt
 from .runner import _coerce, _param_dtype, compile_prog, derivative_source, run
 from .tables import (_BIN_FN, _BIN_OP, _CASTING, _REDUCE, _STORE_OPS, _UNARY_FN, _VIEW_OPS, KNOWN_PRIMS,
                      _ndim)
 from .text import (_NP_DTYPE, _RESERVED, _axes_lit, _float_lit, _nested, _py_value, _sanitize, _scalar_lit,
-                   _shape_lit, _slice_text)
+                   _shape_lit, _slice_text, safe_text)
 
 __all__ = [
-    "KNOWN_PRIMS", "compile_prog", "derivative_source", "emit_func", "emit_prog", "run",
+    "KNOWN_PRIMS", "compile_prog", "derivative_source", "emit_func", "emit_module", "emit_prog", "run",
     "_BIN_FN", "_BIN_OP", "_CASTING", "_FuncEmitter", "_Module", "_NP_DTYPE", "_Ownership", "_PrimEmitter",
     "_REDUCE", "_RESERVED", "_STORE_OPS", "_UNARY_FN", "_VIEW_OPS", "_aliasing_args", "_annotate_later",
     "_axes_lit", "_coerce", "_dtype_name", "_float_lit", "_fresh_result", "_ndim", "_nested", "_np_dtype",
-    "_param_dtype", "_promote_rt", "_py_value", "_sanitize", "_scalar_lit", "_shape_lit", "_slice_text",
+    "_param_dtype", "_promote_rt", "_py_value", "_sanitize", "_scalar_lit", "_shape_lit", "_slice_text", "safe_text",
 ]

@@ -1,10 +1,16 @@
 """The emitter: one Python function per IR function, one module per program.
 
 Contract: `emit_prog(prog, name_hints=True, dialect=None) -> str` (see the
-package docstring). `_Module` holds per-module state (function names, module
-constants, which imports are needed); `_FuncEmitter` prints one function:
-names, atoms, provenance comments, control flow (primitives: `prims`).
-A `dialect` (the numba backend's) may print some forms differently.
+package docstring); `emit_module(...)` returns the `_Module` with `source`,
+its run-time check sites (`sites`, see `backends.checks`) and `line_locs`
+(the `SrcLoc` of the statement each line of `source` belongs to, None
+outside statements; line n is ``line_locs[n - 1]``). `_Module` holds
+per-module state (function names, module constants, which imports are
+needed); `_FuncEmitter` prints one function: names, atoms, provenance
+comments, control flow (primitives and checks: `prims`). A `dialect` (the
+numba backend's) may print some forms differently. User-controlled text goes
+into the source only through `text._sanitize` (names) and `text.safe_text`
+(comments, docstrings).
 """
 from __future__ import annotations
 
@@ -15,10 +21,19 @@ import numpy as np
 
 from ...ir.core import Apply, Body, Const, ForForm, Func, If, Let, Loop, Prim, Prog, Var
 from ...ir.types import TensorType
+from .. import checks
 from .ownership import _Ownership
 from .prims import _dtype_name, _np_dtype, _PrimEmitter
 from .tables import _BIN_FN, _ndim
-from .text import _NP_DTYPE, _RESERVED, _nested, _sanitize, _scalar_lit, _shape_lit
+from .text import (
+    _NP_DTYPE,
+    _RESERVED,
+    _nested,
+    _sanitize,
+    _scalar_lit,
+    _shape_lit,
+    safe_text,
+)
 
 
 class _Module:
@@ -35,6 +50,9 @@ class _Module:
         self.const_names: dict = {}
         self.uses_rt = False
         self.uses_types = False
+        self.sites = checks.Sites()   # the run-time checks printed, by number
+        self.source = ""
+        self.line_locs: list = []
         self.fnames: dict[str, str] = {}
         taken = set(_RESERVED)
         for f in prog.funcs:
@@ -74,6 +92,10 @@ class _FuncEmitter(_PrimEmitter):
         self.last_loc = None
         self.here: list[set] = []
         self.own = _Ownership(f)
+        self.line_locs: list = []  # per line: the SrcLoc of the statement being printed
+        self.cur_loc = None
+        self.index_bound: dict = {}  # loop index var -> its static range bound (checks)
+        self.checked: list[set] = []  # per open body: (index var, size) already checked in it
 
     # -- names ----------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -128,6 +150,7 @@ class _FuncEmitter(_PrimEmitter):
     # -- output ------------------------------------------------------------------
     def line(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
+        self.line_locs.append(self.cur_loc)
 
     def provenance(self, st: Let, depth: int) -> None:
         loc = st.loc
@@ -139,8 +162,9 @@ class _FuncEmitter(_PrimEmitter):
             return
         self.last_loc = key
         text = (getattr(loc, "text", "") or "").strip()
-        where = f"{os.path.basename(str(loc.file))}:{loc.line}"
-        self.line(depth, f"# {role + ' of ' if role else ''}{where}" + (f": {text}" if text else ""))
+        where = f"{safe_text(os.path.basename(str(loc.file)))}:{safe_text(loc.line)}"
+        head = f"{safe_text(role)} of " if role else ""
+        self.line(depth, f"# {head}{where}" + (f": {safe_text(text)}" if text else ""))
 
     # -- functions ----------------------------------------------------------------
     def func(self) -> list[str]:
@@ -154,7 +178,7 @@ class _FuncEmitter(_PrimEmitter):
             for t in self.mod.dialect.decorator(f):
                 self.line(0, t)
         self.line(0, f"def {self.mod.fnames[f.name]}({', '.join(params + self.mod.extra_params)}):")
-        self.line(1, f'"""{f.name}({sig}) -> ({rets})"""')
+        self.line(1, f'"""{safe_text(f.name)}({safe_text(sig)}) -> ({safe_text(rets)})"""')
         self.strong.update(f.params)  # the entry wrapper and call sites pass NumPy values
         self.body(f.body, 1, f.params)
         self.line(1, "return " + self.tuple_text(f.body.result))
@@ -171,6 +195,7 @@ class _FuncEmitter(_PrimEmitter):
     def body(self, body: Body, depth: int, binders=(), targets=None) -> None:
         """Emit `body`'s statements; with `targets`, assign its results to them."""
         self.here.append(set(binders))
+        self.checked.append(set())
         n0 = len(self.lines)
         dialect = self.mod.dialect
         groups = dialect.fusion_plan(body) if dialect is not None else {}
@@ -193,6 +218,7 @@ class _FuncEmitter(_PrimEmitter):
         if len(self.lines) == n0 and targets is not None:
             self.line(depth, "pass")
         self.here.pop()
+        self.checked.pop()
 
     def assign(self, depth: int, targets: list[str], values: list[str]) -> None:
         pairs = [(t, v) for t, v in zip(targets, values) if t != v]
@@ -201,9 +227,19 @@ class _FuncEmitter(_PrimEmitter):
         self.line(depth, f"{', '.join(t for t, _ in pairs)} = {', '.join(v for _, v in pairs)}")
 
     def stmt(self, st: Let, depth: int) -> None:
+        outer = self.cur_loc
+        if st.loc is not None:
+            self.cur_loc = st.loc
+        try:
+            self._stmt(st, depth)
+        finally:
+            self.cur_loc = outer
+
+    def _stmt(self, st: Let, depth: int) -> None:
         e = st.exp
         if isinstance(e, Prim):
             self._weak_out = False
+            self.emit_checks(st, depth)
             self.prim(st, depth)
             if not self._weak_out:
                 self.strong.update(v for v in st.pat if not (e.op == "store_pop"))
@@ -325,6 +361,8 @@ class _FuncEmitter(_PrimEmitter):
         if isinstance(e.form, ForForm):
             idx = e.form.index
             iname = self.bind(idx) if idx in body_free or idx in e.body.result else "_"
+            if isinstance(e.form.bound, Const) and not e.form.bound.type.shape:
+                self.index_bound[idx] = int(e.form.bound.value)  # 0 <= idx < bound: no bounds checks
             self.line(depth, f"for {iname} in range({self.a(e.form.bound)}):")
         else:
             self.line(depth, f"while {self.py[e.form.cond]}:")
@@ -365,9 +403,19 @@ def emit_func(mod: _Module, f: Func) -> list[str]:
 def emit_prog(prog: Prog, name_hints: bool = True, dialect=None) -> str:
     """Python source for `prog` (see the module docstring). `dialect` (None: plain
     NumPy) changes how some forms are printed, for compiled backends."""
+    return emit_module(prog, name_hints, dialect).source
+
+
+def emit_module(prog: Prog, name_hints: bool = True, dialect=None) -> _Module:
+    """`emit_prog`'s module with its `source`, check `sites` and `line_locs`."""
     mod = _Module(prog, name_hints, dialect)
-    funcs = [emit_func(mod, f) for f in prog.funcs]
-    head = [f'"""Generated by pullback from IR (entry: {prog.entry})."""', "import numpy as np"]
+    funcs = []
+    for f in prog.funcs:
+        fe = _FuncEmitter(mod, f)
+        fe._later = {}
+        _annotate_later(fe, f.body)
+        funcs.append((fe.func(), fe.line_locs))
+    head = [f'"""Generated by pullback from IR (entry: {safe_text(prog.entry)})."""', "import numpy as np"]
     if dialect is not None:
         head += dialect.header(mod)
     if mod.uses_rt:
@@ -377,6 +425,11 @@ def emit_prog(prog: Prog, name_hints: bool = True, dialect=None) -> str:
     out = head + [""]
     if mod.consts:
         out += mod.consts + [""]
-    for lines in funcs:
+    # items may hold several lines (the dialect's helpers): count them for the line map
+    locs = [None] * sum(item.count("\n") + 1 for item in out)
+    for lines, line_locs in funcs:
         out += [""] + lines + [""]
-    return "\n".join(out).rstrip("\n") + "\n"
+        locs += [None] + [loc for t, loc in zip(lines, line_locs) for _ in range(t.count("\n") + 1)] + [None]
+    mod.source = "\n".join(out).rstrip("\n") + "\n"
+    mod.line_locs = locs
+    return mod

@@ -4,13 +4,19 @@ Contract: `_PrimEmitter.prim(st, depth)` prints one `Let` of a `Prim` as
 NumPy code whose value equals the primitive's table `impl` (value and dtype);
 updates (`index_update`, `take_add`) write in place only where the ownership
 analysis allows it (`update_target`). A dialect's `prim` hook may print the
-statement instead.
+statement instead. `emit_checks(st, depth)` prints, before the statement, the
+run-time checks it needs (note [run-time-checks]): integer ``//`` / ``%`` by
+zero always; indices (traced scalars and index arrays) only where the dialect
+asks (`dialect.boundscheck`: numba; in plain NumPy code NumPy checks indices
+itself). A failing check raises ``IndexError(K, i)`` / ``ZeroDivisionError(K,
+0)``, K the number of its `checks.Site` in `mod.sites`.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ...ir.core import Const, Let, Prim
+from .. import checks
 from .tables import _BIN_FN, _BIN_OP, _CASTING, _REDUCE, _UNARY_FN, _ndim
 from .text import _NP_DTYPE, _axes_lit, _py_value, _shape_lit, _slice_text
 
@@ -18,6 +24,52 @@ from .text import _NP_DTYPE, _axes_lit, _py_value, _shape_lit, _slice_text
 class _PrimEmitter:
     """Primitive printing for `emitter._FuncEmitter` (which provides `a`, `bind`,
     `line`, `is_strong`, `op_a`, `own`, `mod`, ...)."""
+
+    # -- run-time checks ----------------------------------------------------------
+    def emit_checks(self, st: Let, depth: int) -> None:
+        e: Prim = st.exp
+        op = e.op
+        if op in ("floordiv", "mod") and st.pat and st.pat[0].type.dtype in ("i64", "bool"):
+            self.check_divisor(st, e.args[1], depth)
+        if not getattr(self.mod.dialect, "boundscheck", False):
+            return
+        if op in ("index", "index_update") and e.p["spec"]:
+            x = e.args[0]
+            it = iter(e.args[1:] if op == "index" else e.args[2:])
+            for axis, (n, sp) in enumerate(zip(x.type.shape, e.p["spec"])):
+                if sp[0] == "d":
+                    self.check_index(st, next(it), axis, int(n), depth)
+        elif op in ("take", "take_add"):
+            x, idx = e.args[0], e.args[1]
+            axis = e.p["axis"]
+            n = int(x.type.shape[axis])
+            if _ndim(idx) == 0:
+                self.check_index(st, idx, axis, n, depth)
+            elif not (isinstance(idx, Const) and np.all((-n <= np.asarray(idx.value)) & (np.asarray(idx.value) < n))):
+                k = self.mod.sites.add(checks.Site("index", st.loc, axis, n))
+                self.line(depth, f"{self.mod.dialect.index_array_check()}({self.a(idx)}, {n}, {k})")
+
+    def check_index(self, st: Let, i, axis: int, n: int, depth: int) -> None:
+        """``-n <= i < n``, unless known: a constant, a loop index below n, or
+        checked already in an enclosing body."""
+        if isinstance(i, Const) and -n <= int(i.value) < n:
+            return
+        if self.index_bound.get(i, n + 1) <= n or any((i, n) in c for c in self.checked):
+            return
+        if self.checked:
+            self.checked[-1].add((i, n))
+        k = self.mod.sites.add(checks.Site("index", st.loc, axis, n))
+        t = self.a(i)
+        self.line(depth, f"if {t} < -{n} or {t} >= {n}:")
+        self.line(depth + 1, f"raise IndexError({k}, {t})")
+
+    def check_divisor(self, st: Let, y, depth: int) -> None:
+        if isinstance(y, Const) and np.all(np.asarray(y.value)):
+            return
+        k = self.mod.sites.add(checks.Site("div", st.loc, op=st.exp.op))
+        t = self.a(y)
+        self.line(depth, f"if {t} == 0:" if _ndim(y) == 0 else f"if np.any({t} == 0):")
+        self.line(depth + 1, f"raise ZeroDivisionError({k}, 0)")
 
     # -- primitives ------------------------------------------------------------
     def prim(self, st: Let, depth: int) -> None:

@@ -6,45 +6,79 @@ registered with `linecache` for tracebacks) and returns the entry function
 parameter dtypes (`_coerce`) and return a list of results.
 `run(prog, *args, fname=None, meter=None) -> list` compiles (cached per
 program) and runs, with `meter` receiving the stores' bytes.
+
+Run-time errors are located at the user's line (note [run-time-checks]): a
+failed printed check (integer division by zero) by its site number, and
+NumPy's own IndexError (an index out of bounds: NumPy checks every index the
+emitted code uses, with the same ``-n <= i < n`` rule as the other backends)
+and RecursionError by the generated line the exception came from, mapped
+through the module's `line_locs`. Safe from many threads: the meter is per
+thread (`stores.metering`) and the recursion limit is raised with
+`runtime.deep_recursion`.
 """
 from __future__ import annotations
 
+import itertools
 import linecache
-import sys
 
 import numpy as np
 
+from ...errors import PullbackError
 from ...ir.core import Prog
 from ...ir.types import TensorType
-from .emitter import _Module, emit_prog
+from .. import checks
+from ..runtime import deep_recursion
+from .emitter import emit_module
+from .text import _sanitize
 
 _CACHE: dict = {}
-_COUNTER = [0]
+_COUNTER = itertools.count(1)   # next() is atomic under the GIL: unique module names across threads
+
+
+def _innermost_loc(err: BaseException, filename: str, line_locs: list):
+    """The SrcLoc of the innermost generated line in `err`'s traceback; for a
+    RecursionError, of the innermost call (the line that recursed)."""
+    locs = []
+    tb = err.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            n = tb.tb_lineno
+            locs.append(line_locs[n - 1] if 0 < n <= len(line_locs) else None)
+        tb = tb.tb_next
+    if isinstance(err, RecursionError) and len(locs) > 1:
+        locs.pop()
+    return next((loc for loc in reversed(locs) if loc is not None), None)
 
 
 def compile_prog(prog: Prog, fname: str | None = None):
     """The entry function (or `fname`) of the emitted module, taking leaf values
     positionally and returning a list of results."""
-    src = emit_prog(prog)
-    _COUNTER[0] += 1
-    filename = f"<pullback-{prog.entry}-{_COUNTER[0]}>"
+    m = emit_module(prog)
+    src, sites, line_locs = m.source, m.sites, m.line_locs
+    n = next(_COUNTER)
+    filename = f"<pullback-{_sanitize(prog.entry)}-{n}>"
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-    ns: dict = {"__name__": f"pullback_generated_{_COUNTER[0]}"}
+    ns: dict = {"__name__": f"pullback_generated_{n}"}
     exec(compile(src, filename, "exec"), ns)
-    mod = _Module(prog, True)  # for the function-name mapping only
     f = prog.func(fname or prog.entry)
-    fn = ns[mod.fnames[f.name]]
+    fn = ns[m.fnames[f.name]]
     nres = len(f.ret_types)
     np_types = [_param_dtype(p.type) for p in f.params]
 
     def entry(*args):
         if len(args) != len(f.params):
-            from ...errors import PullbackError
-
             raise PullbackError(f"{f.name} takes {len(f.params)} arguments, got {len(args)}")
         args = [_coerce(a, dt) for a, dt in zip(args, np_types)]
-        with np.errstate(all="ignore"):
-            r = fn(*args)
+        try:
+            with np.errstate(all="ignore"), deep_recursion():
+                r = fn(*args)
+        except (IndexError, ZeroDivisionError, RecursionError) as err:
+            located = checks.translate(err, sites)
+            if located is None:
+                located = checks.from_exception(err, _innermost_loc(err, filename, line_locs))
+            if located is None:
+                raise
+            raise located from None
         if nres == 1:
             return [r]
         return list(r)
@@ -90,17 +124,10 @@ def run(prog: Prog, *args, fname: str | None = None, meter=None) -> list:
             if len(_CACHE) > 256:
                 _CACHE.clear()
             _CACHE[key] = fn
-    old = _stores.CURRENT_METER[0]
-    _stores.CURRENT_METER[0] = meter
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 20000))
-    try:
+    with _stores.metering(meter):
         return fn(*args)
-    finally:
-        _stores.CURRENT_METER[0] = old
-        sys.setrecursionlimit(limit)
 
 
 def derivative_source(prog: Prog) -> str:
     """Alias of `emit_prog`, for the API layer."""
-    return emit_prog(prog)
+    return emit_module(prog).source

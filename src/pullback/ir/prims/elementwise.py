@@ -196,9 +196,24 @@ def _max_partials(b, x, y, o, n, pick="gt"):
 
 binary("maximum", np.maximum, lambda b, x, y, o, n: _max_partials(b, x, y, o, n, "gt"))
 binary("minimum", np.minimum, lambda b, x, y, o, n: _max_partials(b, x, y, o, n, "lt"))
-binary("mod", np.mod, lambda b, x, y, o, n: (True if n[0] else None,
-                                              b.neg(b.floor(b.div(x, y))) if n[1] else None))
-binary("floordiv", np.floor_divide, zero_deriv=True)
+
+
+def _int_checked(fn, what):
+    """`fn` for `//` / `%`, raising ZeroDivisionError for integer operands with a
+    zero divisor, as Python does (NumPy gives 0); float operands give inf/nan
+    as in NumPy. Backends print the same check (note [run-time-checks])."""
+
+    def impl(x, y):
+        if _dt(x) in ("i64", "bool") and _dt(y) in ("i64", "bool") and not np.all(y):
+            raise ZeroDivisionError(f"integer {what} by zero")
+        return fn(x, y)
+
+    return impl
+
+
+binary("mod", _int_checked(np.mod, "modulo"), lambda b, x, y, o, n: (True if n[0] else None,
+                                                                   b.neg(b.floor(b.div(x, y))) if n[1] else None))
+binary("floordiv", _int_checked(np.floor_divide, "division"), zero_deriv=True)
 binary("atan2", np.arctan2, lambda b, x, y, o, n: (
     b.div(y, b.add(b.mul(x, x), b.mul(y, y))) if n[0] else None,
     b.neg(b.div(x, b.add(b.mul(x, x), b.mul(y, y)))) if n[1] else None))

@@ -8,6 +8,9 @@ mode over code that already uses stores (grad of grad) works.
 """
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
+
 from ..types import StoreType
 from . import TABLE, Row, check
 
@@ -35,8 +38,29 @@ class StoreValue:
         return self, v
 
 
-# The interpreter installs its meter here while it runs (see backends.interp).
-CURRENT_METER = [None]
+class _MeterSlot(threading.local):
+    meter = None
+
+
+# The meter new stores report to: set per thread by the runners (backends.interp,
+# backends.pysource) while they run, so concurrent runs never mix their bytes.
+_SLOT = _MeterSlot()
+
+
+def current_meter():
+    """The meter of the run in progress on this thread (None: no metering)."""
+    return _SLOT.meter
+
+
+@contextmanager
+def metering(meter):
+    """Stores made on this thread inside the block report to `meter`."""
+    old = _SLOT.meter
+    _SLOT.meter = meter
+    try:
+        yield
+    finally:
+        _SLOT.meter = old
 
 
 def _new_type(ts, elem):
@@ -58,7 +82,7 @@ def _pop_type(ts):
 def _zeros_like_impl(s):
     import numpy as np
 
-    out = StoreValue(s.elem_bytes, CURRENT_METER[0])
+    out = StoreValue(s.elem_bytes, _SLOT.meter)
     for v in s.items:
         out.push(np.zeros_like(v))
     return out
@@ -104,7 +128,7 @@ def _store_cost(ts, outs, **p):
     return 0
 
 
-TABLE.add(Row("store_new", _new_type, lambda elem: StoreValue(elem.nbytes, CURRENT_METER[0]),
+TABLE.add(Row("store_new", _new_type, lambda elem: StoreValue(elem.nbytes, _SLOT.meter),
               cost=_store_cost, zero_deriv=True))
 TABLE.add(Row("store_push", _push_type, lambda s, v: s.push(v), _push_jvp, _push_vjp, _store_cost))
 TABLE.add(Row("store_pop", _pop_type, lambda s: s.pop(), _pop_jvp, _pop_vjp, _store_cost, multi=True))

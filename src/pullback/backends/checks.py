@@ -1,0 +1,156 @@
+"""Run-time checks of generated code: indices out of bounds, integer division
+by zero, recursion deeper than the Python stack (note [run-time-checks]).
+
+Contract:
+- The errors users see: `IndexOutOfBoundsError` (also an `IndexError`),
+  `IntegerDivisionError` (also a `ZeroDivisionError`) and
+  `RecursionDepthError`, all `PullbackError`s located at the user's line
+  (the IR statement's `SrcLoc`), e.g. ``prog.py:12: index 7 is out of bounds
+  for axis 0 with size 5``.
+- Emitters record one `Site` per check they print (`Sites.add`) and print
+  ``raise IndexError(K, i)`` / ``raise ZeroDivisionError(K, 0)`` with the
+  site's number K; `translate(err, sites)` turns such an exception, caught by
+  the Python wrapper around the compiled entry, into the located error. Any
+  other exception is not translated (None).
+- `from_exception(err, loc, op)`: the same errors for an exception raised by
+  a primitive's NumPy implementation (the interpreter, and NumPy's own checks
+  in pysource code, located through the generated line).
+- `bounds_checks_enabled()`: False when ``PULLBACK_BOUNDSCHECK=0`` (read when
+  a program is emitted, so the numba cache key, a hash of the source,
+  separates the two). Only numba-compiled code omits its bounds checks then;
+  division-by-zero checks are always emitted; the interpreter and pysource
+  (whose indexing NumPy checks) always check.
+- `ModuleArgs`: the hidden trailing arguments of a numba module (its large
+  constants) with the module's check sites; `call(fn, args)` runs the
+  compiled entry and translates check exceptions.
+"""
+from __future__ import annotations
+
+import operator
+import os
+import re
+from dataclasses import dataclass
+
+from ..errors import PullbackError
+
+
+class IndexOutOfBoundsError(PullbackError, IndexError):
+    """An index outside ``-n <= i < n`` for an axis of size n."""
+
+
+class IntegerDivisionError(PullbackError, ZeroDivisionError):
+    """Integer ``//`` or ``%`` with a zero divisor (float division gives inf/nan, as in NumPy)."""
+
+
+class RecursionDepthError(PullbackError):
+    """Recursion deeper than the Python stack allows (interp and pysource backends)."""
+
+
+_OFF = ("0", "false", "no", "off")
+_NUMPY_INDEX = re.compile(r"index (-?\d+) is out of bounds for axis (\d+) with size (\d+)")
+
+
+def bounds_checks_enabled() -> bool:
+    """Whether numba code checks its indices (``PULLBACK_BOUNDSCHECK=0`` turns it off)."""
+    return os.environ.get("PULLBACK_BOUNDSCHECK", "1").strip().lower() not in _OFF
+
+
+@dataclass(frozen=True)
+class Site:
+    """One check printed into generated code. kind: "index" (axis, size) or
+    "div" (op: "floordiv" or "mod")."""
+
+    kind: str
+    loc: object = None
+    axis: int = 0
+    size: int = 0
+    op: str = ""
+
+
+class Sites(list):
+    """The check sites of one generated module, numbered in order."""
+
+    def add(self, site: Site) -> int:
+        self.append(site)
+        return len(self) - 1
+
+
+def index_error(loc, index, axis: int, size: int) -> IndexOutOfBoundsError:
+    try:
+        index = operator.index(index)
+    except TypeError:
+        pass
+    valid = f"-{size} to {size - 1}" if size else "none (the axis is empty)"
+    return IndexOutOfBoundsError(f"index {index} is out of bounds for axis {axis} with size {size}", loc=loc,
+                                 hint=f"valid indices for this axis are {valid}; check the index before using it")
+
+
+def division_error(loc, op: str) -> IntegerDivisionError:
+    what = "modulo" if op == "mod" else "division"
+    sym = "%" if op == "mod" else "//"
+    return IntegerDivisionError(f"integer {what} by zero ({sym} with a zero divisor)", loc=loc,
+                                hint="check the divisor first, or divide floats (x / 0.0 gives inf, as in NumPy)")
+
+
+def recursion_error(loc) -> RecursionDepthError:
+    return RecursionDepthError("recursion is deeper than the Python stack allows", loc=loc,
+                               hint="reduce the recursion depth for these arguments, for example by "
+                                    "rewriting the recursion as a loop")
+
+
+def translate(err: BaseException, sites) -> PullbackError | None:
+    """The located error for an exception raised by a printed check, else None."""
+    a = err.args
+    if len(a) != 2 or not isinstance(err, (IndexError, ZeroDivisionError)) or isinstance(err, PullbackError):
+        return None
+    try:
+        k = operator.index(a[0])
+    except TypeError:
+        return None
+    if not 0 <= k < len(sites):
+        return None
+    s = sites[k]
+    if s.kind == "index" and isinstance(err, IndexError):
+        return index_error(s.loc, a[1], s.axis, s.size)
+    if s.kind == "div" and isinstance(err, ZeroDivisionError):
+        return division_error(s.loc, s.op)
+    return None
+
+
+def from_exception(err: BaseException, loc, op: str = "") -> PullbackError | None:
+    """The located error for an IndexError (NumPy's message, which has the
+    index, axis and size) or ZeroDivisionError raised by a primitive's NumPy
+    implementation or by NumPy in pysource code; None for other exceptions."""
+    if isinstance(err, PullbackError):
+        return None
+    if isinstance(err, IndexError):
+        msg = str(err) or "index out of bounds"
+        m = _NUMPY_INDEX.search(msg)
+        if m:
+            return index_error(loc, int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        return IndexOutOfBoundsError(msg, loc=loc, hint="valid indices for an axis of size n are -n to n-1; "
+                                                        "check the index before using it")
+    if isinstance(err, ZeroDivisionError):
+        return division_error(loc, op or ("mod" if "modulo" in str(err) else "floordiv"))
+    if isinstance(err, RecursionError):
+        return recursion_error(loc)
+    return None
+
+
+class ModuleArgs(list):
+    """The hidden trailing arguments of a compiled module (note
+    [numba-constants]) and the module's check sites."""
+
+    def __init__(self, values, sites):
+        super().__init__(values)
+        self.sites = sites
+
+    def call(self, fn, args):
+        """`fn(*args, *self)`, with check exceptions raised as located errors."""
+        try:
+            return fn(*args, *self)
+        except (IndexError, ZeroDivisionError) as err:
+            located = translate(err, self.sites)
+            if located is None:
+                raise
+            raise located from None
