@@ -77,8 +77,8 @@ def _fast_key(args):
     key = []
     for a in args:
         if isinstance(a, (np.ndarray, np.generic)):
-            if a.dtype.kind not in "fib":
-                return None
+            if a.dtype.kind not in "fib" or type(a) is not np.ndarray and not isinstance(a, np.generic):
+                return None  # uint64, other dtypes and ndarray subclasses take the checked path
             key.append((a.dtype, a.shape))
         elif type(a) in _SIMPLE:
             key.append(type(a))

@@ -69,7 +69,8 @@ def _check_diff_args(ctx, leaves, in_tree, argnums, what, fun=None):
         if not -len(ranges) <= n < len(ranges):
             raise PullbackError(f"{what}: argnums={n} but the function got {len(ranges)} arguments",
                                 loc=_where(ctx, fun),
-                                hint=f"argnums are positions of the arguments passed (0 to {len(ranges) - 1})")
+                                hint=f"argnums are positions of the arguments passed (0 to {len(ranges) - 1})"
+                                if ranges else "a function of no arguments has nothing to differentiate")
     if len({n % len(ranges) for n in argnums}) != len(argnums):
         raise PullbackError(f"{what}: argnums={tuple(argnums)} names one argument twice", loc=_where(ctx, fun),
                             hint="list each argument position once")
@@ -128,7 +129,7 @@ def jvp(ctx, fun, primals, tangents):
         if p.type.is_float:
             if tuple(t.type.shape) != tuple(p.type.shape):
                 raise PullbackError(f"jvp: tangent shape {t.type.shape} differs from primal shape {p.type.shape}",
-                                    loc=_where(ctx))
+                                    loc=_where(ctx), hint="each tangent has the shape of its primal")
             if t.type.dtype != p.type.dtype:
                 t = ctx.builder.emit("cast", t, dtype=p.type.dtype, name="tangent")
             targs.append(t)
@@ -150,17 +151,18 @@ class VjpFn:
 
     def __pullback_stage__(self, ctx, args, kwargs):
         if len(args) != 1:
-            raise PullbackError("vjp_fn takes one cotangent (with the structure of the output)", loc=_where(ctx))
+            raise PullbackError("vjp_fn takes one cotangent (with the structure of the output)", loc=_where(ctx),
+                                hint="call vjp_fn(ct) with one value shaped like the output")
         cts, ct_tree = ctx.to_atoms(args[0])
         if ct_tree != self.out_tree:
             raise PullbackError(f"vjp_fn: cotangent structure {ct_tree} differs from output structure {self.out_tree}",
-                                loc=_where(ctx))
+                                loc=_where(ctx), hint="the cotangent has the structure of the output")
         ct_args = []
         for c, t in zip(cts, self.ret_types):
             if t.is_float:
                 if tuple(c.type.shape) != tuple(t.shape):
                     raise PullbackError(f"vjp_fn: cotangent shape {c.type.shape} differs from output shape {t.shape}",
-                                        loc=_where(ctx))
+                                        loc=_where(ctx), hint="the cotangent has the shape of the output")
                 if c.type.dtype != t.dtype:
                     c = ctx.builder.emit("cast", c, dtype=t.dtype, name="cotangent")
                 ct_args.append(c)

@@ -211,3 +211,30 @@ def test_internal_errors_are_located_and_debuggable(monkeypatch):
     monkeypatch.setenv("PULLBACK_DEBUG", "1")
     with pytest.raises(KeyError):
         pb.jit(lambda x: x + 2.0)(1.0)
+
+
+def ones_neg(x):
+    return np.sum(np.ones(-1)) + x  # neg
+
+
+def zeros_huge(x):
+    return np.sum(np.zeros((10 ** 10, 10 ** 10))) + x  # huge
+
+
+def test_bad_and_absurd_shapes_are_located_shape_errors():
+    from pullback.errors import ShapeError
+
+    expect(lambda: pb.jit(ones_neg)(1.0), ShapeError, line=ones_neg.__code__.co_firstlineno + 1)
+    expect(lambda: pb.jit(zeros_huge)(1.0), ShapeError, line=zeros_huge.__code__.co_firstlineno + 1)
+    expect(lambda: pb.grad(f)(np.ones((1,) * 33)))
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+def test_matrix_and_masked_arrays_are_refused():
+    # np.matrix's '*' is a matrix product: staging it elementwise would be a silent wrong answer
+    err = expect(lambda: pb.jit(sq)(np.matrix([[1.0, 2.0], [3.0, 4.0]])))
+    assert "matrix" in str(err)
+    expect(lambda: pb.grad(f)(np.ma.array([1.0, 2.0], mask=[0, 1])))
+    jf = pb.jit(sq)
+    jf(np.ones((2, 2)))  # a warm plain-array signature must not let a matrix through the fast path
+    expect(lambda: jf(np.matrix(np.ones((2, 2)))))

@@ -152,3 +152,12 @@ def test_deep_static_recursion_while_staging_is_a_staging_error():
     assert "recursion" in str(err)
     # a shallow one still works afterwards
     assert pb.grad(static_depth)(2.0, 5) == 1.0
+
+
+def any_all(x):
+    return (x > 0).any(), (x > 0).all(), np.any(x > 5), np.all(x > 5, axis=0)
+
+
+@pytest.mark.parametrize("x", [np.ones(3), np.zeros(0), np.array([-1.0, 6.0])])
+def test_any_all_functions_and_methods_including_empty_arrays(x):
+    assert pb.jit(any_all)(x) == any_all(x)

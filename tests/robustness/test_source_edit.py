@@ -208,3 +208,20 @@ def test_edited_method_is_refused(tmp_path):
     path.write_text(UNEDITED.replace("super().value(x) * self.__scale", "super().value(x) + self.__scale"))
     line = UNEDITED.splitlines().index("    def value(self, x):", UNEDITED.splitlines().index("class Model(Base):")) + 1
     expect_changed(mod.Model().value, path, line, np.ones(2))
+
+
+def test_file_with_a_syntax_error_now_is_refused(tmp_path):
+    mod, path = load(tmp_path, BASE)
+    path.write_text(BASE + "\ndef broken(:\n")
+    expect_changed(mod.f, path, 3, X)
+
+
+def test_deleted_file_is_a_clear_error(tmp_path):
+    import linecache
+
+    mod, path = load(tmp_path, BASE)
+    path.unlink()
+    linecache.checkcache(str(path))
+    with pytest.raises(StagingError) as ei:
+        pb.grad(mod.f)(X)
+    assert "cannot read the source" in str(ei.value) and ei.value.hint

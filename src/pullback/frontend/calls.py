@@ -20,12 +20,12 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
-import sys
 import types
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..backends.runtime import deep_recursion
 from ..errors import PullbackError, StagingError
 from ..ir.builder import Builder
 from ..ir.core import Apply, Body, Func, Prog
@@ -336,9 +336,8 @@ def stage_func(state, fn, names, vals, key, runner=None, loc=None, force_atoms=F
     name = state.names.fresh(fname or _func_hint(fn))
     info = InProgress(name)
     state.in_progress[key] = info
-    old_limit = sys.getrecursionlimit()
-    if old_limit < 20000:
-        sys.setrecursionlimit(20000)
+    deep = deep_recursion()  # shared with the runners: no thread lowers the limit under another
+    deep.__enter__()
     try:
         for attempt in range(4):
             supply = NameSupply()
@@ -401,7 +400,7 @@ def stage_func(state, fn, names, vals, key, runner=None, loc=None, force_atoms=F
         return entry
     finally:
         state.in_progress.pop(key, None)
-        sys.setrecursionlimit(max(old_limit, sys.getrecursionlimit()) if old_limit >= 20000 else old_limit)
+        deep.__exit__(None, None, None)
 
 
 def _check_returnable(x, name, src, loc):
@@ -446,46 +445,6 @@ def stage_callable(state, fn, names, vals, key, loc=None, force_atoms=True, fnam
         raise StagingError(f"cannot stage '{describe(fn)}': it is not a Python function",
                            hint="pass a function defined with def (or an object with __pullback_stage__)")
     return stage_func(state, fn, names, vals, key, loc=loc, force_atoms=force_atoms, fname=fname)
-
-
-def positional_names(fn, n):
-    if not isinstance(fn, types.FunctionType) and not isinstance(fn, types.MethodType):
-        return [f"arg{i}" for i in range(n)]
-    try:
-        sig = inspect.signature(fn, follow_wrapped=False)
-    except (TypeError, ValueError):
-        return [f"arg{i}" for i in range(n)]
-    names = []
-    for p in sig.parameters.values():
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            names.append(p.name)
-        elif p.kind == p.VAR_POSITIONAL:
-            names.extend(f"{p.name}{i}" for i in range(n - len(names)))
-            break
-    if len(names) < n:
-        raise StagingError(f"{getattr(fn, '__name__', fn)}() takes {len(names)} positional arguments but {n} were given")
-    return names[:n]
-
-
-def _defaults_ok(fn, n):
-    """Positional call with n args: fill defaults for the rest (Python semantics)."""
-    try:
-        sig = inspect.signature(fn, follow_wrapped=False)
-    except (TypeError, ValueError):
-        return []
-    extra_names, extra_vals = [], []
-    params = list(sig.parameters.values())
-    pos = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    for p in pos[n:] + [p for p in params if p.kind == p.KEYWORD_ONLY]:
-        if p.default is p.empty:
-            raise StagingError(f"{fn.__name__}() missing required argument '{p.name}'")
-        extra_names.append(p.name)
-        extra_vals.append(p.default)
-    for p in params:
-        if p.kind == p.VAR_KEYWORD:
-            extra_names.append(p.name)
-            extra_vals.append({})
-    return list(zip(extra_names, extra_vals))
 
 
 def _names_vals(fn, args, kwargs=None):

@@ -154,7 +154,7 @@ class Merger:
 
 
 def _name_hint(name):
-    from .staging import _hint
+    from .assign import _hint
     return _hint(name)
 
 

@@ -181,18 +181,22 @@ _reg(np.argmax)(lambda st, a, axis=None: ops.argext(st, "argmax", a, axis))
 _reg(np.argmin)(lambda st, a, axis=None: ops.argext(st, "argmin", a, axis))
 
 
-def _bool_reduction(red):
-    """np.any / np.all: max / min over the array seen as bools."""
+def _bool_reduction(is_any):
+    """np.any / np.all: count the true (any) or false (all) elements, so empty arrays
+    give False / True as in NumPy (max/min of an empty axis have no identity)."""
     def fn(st, a, axis=None, keepdims=False):
         a = a if isinstance(a, Traced) else ops.as_traced(st, a)
         if a.type.dtype != "bool":
             a = ops.to_bool_array(st, a)
-        return ops.reduce(st, red, a, axis=axis, keepdims=keepdims)
+        if not is_any:
+            a = ops.emit(st, "not", a.atom)
+        n = ops.reduce(st, "sum", ops.cast(st, a, "i64"), axis=axis, keepdims=keepdims)
+        return ops.binary(st, "gt" if is_any else "eq", n, 0)
     return fn
 
 
-_reg(np.any)(_bool_reduction("max"))
-_reg(np.all)(_bool_reduction("min"))
+_any = _reg(np.any)(_bool_reduction(True))
+_all = _reg(np.all)(_bool_reduction(False))
 
 
 @_reg(np.var)

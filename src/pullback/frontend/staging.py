@@ -20,9 +20,9 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..errors import PullbackError, StagingError, UnsupportedSyntaxError
-from ..ir.core import Let
 from . import control, ops
 from .numpy_api import BoundMethod, attribute
+from .assign import Assignments, _has_traced, _hint, _is_array  # noqa: F401  (_hint: control)
 from .rewrite import UNSET_NAME
 from .values import UNSET, ConcreteNeeded, NeedUnroll, Poisoned, Traced
 
@@ -82,7 +82,7 @@ class StagedClosure:
         return f"<staged function {self.__name__}>"
 
 
-class Interp:
+class Interp(Assignments):
     def __init__(self, state, builder, src, frame, info=None):
         self.state = state  # calls.ProgramState
         self.b = builder
@@ -167,44 +167,6 @@ class Interp:
     def s_Pass(self, s):
         pass
 
-    def s_Assign(self, s):
-        b, start = self.b, len(self.b.stmts)
-        v = self.eval(s.value)
-        if len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) and isinstance(v, Traced):
-            v = self._rename(v, s.targets[0].id, b, start)
-        for t in s.targets:
-            self.assign(t, v)
-
-    def s_AnnAssign(self, s):
-        if s.value is not None:
-            self.assign(s.target, self.eval(s.value))
-
-    def s_AugAssign(self, s):
-        b, start = self.b, len(self.b.stmts)
-        rhs = self.eval(s.value)
-        t = s.target
-        if isinstance(t, ast.Name):
-            v = self.binop(type(s.op), self.lookup(t.id), rhs)
-            if isinstance(v, Traced):
-                v = self._rename(v, t.id, b, start)
-            self.assign(t, v)
-        elif isinstance(t, ast.Subscript):
-            base = self.eval(t.value)
-            key = self.eval(t.slice)
-            if _is_array(base) and (_has_traced(key) or isinstance(rhs, Traced) or isinstance(base, Traced)):
-                if isinstance(s.op, (ast.Add, ast.Sub)):
-                    v = rhs if isinstance(s.op, ast.Add) else self.unop(ast.USub, rhs)
-                    new = ops.setitem(self, base, key, v, mode="add")
-                else:
-                    cur = ops.getitem(self, base, key)
-                    new = ops.setitem(self, base, key, self.binop(type(s.op), cur, rhs))
-                self.assign(t.value, new)
-            else:
-                cur = self.subscript(base, key)
-                self.store_subscript(t, base, key, self.binop(type(s.op), cur, rhs))
-        else:
-            raise UnsupportedSyntaxError("augmented assignment to this target is not supported")
-
     def s_Return(self, s):
         v = None if s.value is None else self.eval(s.value)
         if self.info is not None and self.frame is self.top_frame and self.info.first_return is _MISSING_RET:
@@ -281,81 +243,6 @@ class Interp:
         defaults = [self.eval(d) for d in args.defaults]
         kw_defaults = [None if d is None else self.eval(d) for d in args.kw_defaults]
         return StagedClosure(node, self.frame, nested_source(node, self.src), defaults, kw_defaults, name)
-
-    # -- assignment ----------------------------------------------------------------
-    def assign(self, t, v):
-        if isinstance(t, ast.Name):
-            self.frame.vars[t.id] = v
-        elif isinstance(t, (ast.Tuple, ast.List)):
-            self.unpack(t.elts, v)
-        elif isinstance(t, ast.Subscript):
-            base = self.eval(t.value)
-            key = self.eval(t.slice)
-            self.store_subscript(t, base, key, v)
-        elif isinstance(t, ast.Starred):
-            raise UnsupportedSyntaxError("starred assignment target outside a tuple")
-        elif isinstance(t, ast.Attribute):
-            raise UnsupportedSyntaxError("assigning to attributes is not supported in staged code",
-                                         hint="use local variables, or return the new value")
-        else:
-            raise UnsupportedSyntaxError(f"assignment to {type(t).__name__} is not supported")
-
-    def unpack(self, elts, v):
-        if isinstance(v, Traced):
-            if v.ndim == 0:
-                raise StagingError("cannot unpack a traced scalar")
-            items = [ops.getitem(self, v, k) for k in range(v.shape[0])]
-        elif isinstance(v, (Poisoned,)):
-            raise v.error()
-        else:
-            items = list(v)
-        stars = [i for i, e in enumerate(elts) if isinstance(e, ast.Starred)]
-        if stars:
-            k = stars[0]
-            nafter = len(elts) - k - 1
-            if len(items) < len(elts) - 1:
-                raise StagingError(f"not enough values to unpack (expected at least {len(elts) - 1}, got {len(items)})")
-            for e, x in zip(elts[:k], items[:k]):
-                self.assign(e, x)
-            self.assign(elts[k].value, items[k:len(items) - nafter])
-            for e, x in zip(elts[k + 1:], items[len(items) - nafter:]):
-                self.assign(e, x)
-            return
-        if len(items) != len(elts):
-            raise StagingError(f"cannot unpack {len(items)} values into {len(elts)} targets")
-        for e, x in zip(elts, items):
-            self.assign(e, x)
-
-    def store_subscript(self, t, base, key, v):
-        if _is_array(base) and (isinstance(base, Traced) or _has_traced(key) or isinstance(v, Traced)):
-            self.assign(t.value, ops.setitem(self, base, key, v))
-        elif isinstance(base, np.ndarray):
-            new = base.copy()
-            new[key] = v
-            self.assign(t.value, new)
-        elif isinstance(base, (list, dict)):
-            if _has_traced(key):
-                raise ConcreteNeeded("a Python list/dict is indexed with a traced value",
-                                     hint="use an array (np.array/np.stack) instead of a list, or make the index static")
-            base[key] = v
-        elif isinstance(base, tuple):
-            raise StagingError("tuples cannot be assigned to", hint="use a list or an array")
-        else:
-            raise UnsupportedSyntaxError(f"item assignment on {type(base).__name__} is not supported")
-
-    def _rename(self, v, name, b, start):
-        """Give the value just computed by this statement the user's variable name."""
-        a = v.atom
-        if b is not self.b:
-            return v
-        stmts = self.b.stmts
-        if len(stmts) > start and stmts[-1].pat == (a,) and _is_temp(a.name):
-            from ..ir.core import Var
-            nv = Var(self.b.supply.fresh(_hint(name)), a.type)
-            last = stmts[-1]
-            stmts[-1] = Let((nv,), last.exp, last.loc)
-            return Traced(nv)
-        return v
 
     # -- names ----------------------------------------------------------------------
     def lookup(self, name):
@@ -639,41 +526,8 @@ def _mangle(name, cls):
     return f"_{stripped}{name}" if stripped else name
 
 
-def _is_array(v):
-    return isinstance(v, (Traced, np.ndarray))
-
-
-def _has_traced(key):
-    if isinstance(key, Traced):
-        return True
-    if isinstance(key, tuple):
-        return any(isinstance(k, Traced) or (isinstance(k, slice) and any(
-            isinstance(p, Traced) for p in (k.start, k.stop, k.step))) for k in key)
-    if isinstance(key, slice):
-        return any(isinstance(p, Traced) for p in (key.start, key.stop, key.step))
-    return False
-
-
 def _is_traced_iter(v):
     return isinstance(v, control.TracedIterable)
-
-
-def _is_temp(name):
-    import re
-    return re.fullmatch(r"t(_\d+)?", name) is not None
-
-
-def _hint(name: str) -> str:
-    if name.startswith("__pb_"):
-        if name.startswith("__pb_brk"):
-            return "broke"
-        if name.startswith("__pb_cont"):
-            return "skip"
-        if name == "__pb_rf":
-            return "returned"
-        if name == "__pb_rv":
-            return "retval"
-    return name if name.isidentifier() else "t"
 
 
 __all__ = ["Interp", "Frame", "StagedClosure", "BoundMethod"]

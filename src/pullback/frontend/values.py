@@ -145,7 +145,16 @@ def leaf_type(v) -> TensorType:
     if type(v) is float:
         return TensorType("f64")
     if isinstance(v, (np.ndarray, np.generic)):
+        if isinstance(v, np.matrix):
+            raise StagingError("np.matrix arguments are not supported ('*' multiplies matrices there, "
+                               "elementwise in pullback)", hint="pass np.asarray(x) and write x @ y for products")
+        if isinstance(v, np.ma.MaskedArray):
+            raise StagingError("masked arrays are not supported (pullback would ignore the mask)",
+                               hint="decide what the masked entries should be and pass x.filled(value)")
         a = np.asarray(v)
+        if a.ndim > 32:
+            raise StagingError(f"an array with {a.ndim} dimensions; at most 32 are supported",
+                               hint="reshape it to fewer dimensions")
         try:
             dt = dtype_of_np(a.dtype)
         except TypeError:

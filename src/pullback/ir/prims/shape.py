@@ -1,11 +1,34 @@
-"""Shape primitives: reshape, transpose, broadcast_to, concatenate, iota, full."""
+"""Shape primitives: reshape, transpose, broadcast_to, concatenate, iota, full.
+
+Shapes a primitive creates are checked (`check_shape`): non-negative integer
+extents, at most `MAX_NDIM` dimensions and fewer than 2**62 bytes, so a bad or
+absurd shape is a `ShapeError` at the user's line, not a NumPy error at run time.
+"""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ..types import TensorType, np_dtype, promote
 from . import TABLE, Row, check
 from ._util import size, unbroadcast
+
+
+MAX_NDIM = 32  # NumPy's functions support up to 32 dimensions
+MAX_BYTES = 2 ** 62
+
+
+def check_shape(shape, what="an array") -> None:
+    """A shape `what` may have: non-negative ints, rank <= MAX_NDIM, fewer than MAX_BYTES bytes."""
+    shape = tuple(shape)
+    check(all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in shape),
+          f"the shape {shape} of {what} must contain integers")
+    check(all(d >= 0 for d in shape), f"negative dimensions are not allowed (shape {shape} of {what})",
+          hint="array extents are counts: use a size of 0 or more")
+    check(len(shape) <= MAX_NDIM, f"{what} would have {len(shape)} dimensions; at most {MAX_NDIM} are supported")
+    check(math.prod(int(d) for d in shape) * 8 < MAX_BYTES, f"the shape {shape} of {what} is too large",
+          hint="no machine holds an array that size; check the shape computation")
 
 
 def _zero_cost(ts, outs, **p):
@@ -18,6 +41,7 @@ def _copy_cost(ts, outs, **p):
 
 def _reshape_type(ts, shape):
     (t,) = ts
+    check_shape(shape, "the reshaped array")
     check(size(shape) == t.size, f"cannot reshape {t} to {tuple(shape)}",
           hint="the new shape must have the same number of elements")
     return (t.with_shape(shape),)
@@ -54,6 +78,7 @@ TABLE.add(Row(
 
 def _bcast_type(ts, shape):
     (t,) = ts
+    check_shape(shape, "the broadcast array")
     try:
         ok = tuple(np.broadcast_shapes(t.shape, tuple(shape))) == tuple(shape)
     except ValueError:
@@ -112,6 +137,7 @@ TABLE.add(Row("concatenate", _concat_type, lambda *xs, axis: np.concatenate(xs, 
 
 
 def _iota_type(ts, n, dtype):
+    check_shape((n,), "np.arange's result")
     return (TensorType(dtype, (n,)),)
 
 
@@ -122,6 +148,7 @@ TABLE.add(Row("iota", _iota_type, lambda n, dtype: np.arange(n, dtype=np_dtype(d
 def _full_type(ts, shape):
     (t,) = ts
     check(t.ndim == 0, f"full needs a scalar fill value, got {t}")
+    check_shape(shape, "the new array")
     return (t.with_shape(shape),)
 
 
