@@ -2,7 +2,7 @@
 
     PYTHONPATH=src python benchmarks/run.py [--sizes small|default] [--programs a,b]
                                             [--threads N] [--backend numba|pysource|interp]
-                                            [--cache-dir DIR] [--out FILE]
+                                            [--cache-dir DIR] [--out FILE] [--boundscheck-cost]
 
 See benchmarks/README.md for what is measured and what the columns mean.
 Thread pinning happens here, before NumPy, JAX or PyTorch are imported.
@@ -42,6 +42,11 @@ def parse_args(argv=None):
                    help="stop a measurement after this many seconds once 3 calls are done")
     p.add_argument("--rtol", type=float, default=1e-6, help="agreement tolerance, relative to the largest entry")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--boundscheck-cost", action="store_true",
+                   help="numba backend: also time pullback with bounds checks on and off "
+                        "(PULLBACK_BOUNDSCHECK=1/0), each in a new process, and report the ratios")
+    p.add_argument("--boundscheck-probe", metavar="PROGRAM", default=None,
+                   help="internal: time pullback's primal and derivative of PROGRAM in this process, print JSON")
     p.add_argument("--warm-start-probe", metavar="PROGRAM", default=None,
                    help="internal: time pullback's first calls of PROGRAM in this (fresh) process, print JSON")
     return p.parse_args(argv)
@@ -226,6 +231,45 @@ def warm_start(name, args):
                          + (r.stderr.strip().splitlines() or ["no output"])[-1][:160]}
 
 
+def boundscheck_probe(args):
+    """--boundscheck-probe mode, in a fresh process whose PULLBACK_BOUNDSCHECK says whether numba code
+    checks its indices (read when the code is emitted): medians of pullback's primal and derivative."""
+    import numpy as np
+
+    from programs import load
+
+    mod = load(args.boundscheck_probe)
+    primal, deriv, fargs = mod.tool_pullback(mod.make_input(args.sizes, np.random.default_rng(args.seed)),
+                                             args.backend)
+    out = {}
+    for what, fn in (("primal", primal), ("deriv", deriv)):
+        out[what] = measure(fn, fargs, lambda r: r, args.min_time, args.min_runs, args.max_time)[1]
+    print(json.dumps(out))
+    return 0
+
+
+def boundscheck_cost(name, args, rounds=2):
+    """{"on": {...}, "off": {...}}: `boundscheck_probe` of program `name` with checks on and off, one
+    new process each, alternating on/off `rounds` times (same environment and cache directory
+    otherwise); each entry keeps the smallest median, so a burst of load in one process counts less."""
+    out = {"on": {}, "off": {}}
+    for _ in range(rounds):
+        for mode, flag in (("on", "1"), ("off", "0")):
+            cmd = [sys.executable, os.path.abspath(__file__), "--boundscheck-probe", name, "--sizes", args.sizes,
+                   "--seed", str(args.seed), "--backend", args.backend, "--threads", str(args.threads),
+                   "--min-time", str(args.min_time), "--min-runs", str(args.min_runs),
+                   "--max-time", str(args.max_time)]
+            r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PULLBACK_BOUNDSCHECK=flag))
+            try:
+                got = json.loads(r.stdout.strip().splitlines()[-1])
+            except (IndexError, ValueError):
+                return {"error": f"probe exited with status {r.returncode}: "
+                                 + (r.stderr.strip().splitlines() or ["no output"])[-1][:160]}
+            for k, v in got.items():
+                out[mode][k] = min(v, out[mode].get(k, v))
+    return out
+
+
 # --------------------------------------------------------------------------- reporting
 
 def fmt_t(s):
@@ -277,6 +321,29 @@ def startup_table(results, meta, errors):
             ["error", "", w["error"]] if "error" in w else
             [fmt_t(w["primal"]), fmt_t(w["deriv"]), f"{fmt_hit(w['primal_hit'])}/{fmt_hit(w['deriv_hit'])}"]))
             + " |")
+    return L + [""]
+
+
+def boundscheck_table(results, errors):
+    """The "cost of bounds checks" section; appends probe failures to `errors`."""
+    rows = {name: r["pullback"]["bounds"] for name, r in results.items() if "bounds" in r.get("pullback", {})}
+    if not rows:
+        return []
+    L = ["## Cost of bounds checks", "",
+         "pullback (numba) with its run-time index checks (the default) and with `PULLBACK_BOUNDSCHECK=0`, "
+         "each measured in new processes, on/off alternating twice, the smaller median of each kept "
+         "(`--boundscheck-cost`). Ratio > 1: the checks cost time.", "",
+         "| program | primal on | primal off | primal on/off | deriv on | deriv off | deriv on/off |",
+         "|---|---|---|---|---|---|---|"]
+    for name, b in rows.items():
+        if "error" in b:
+            errors.append(f"{name} / pullback bounds-check probe: {b['error']}")
+            L.append(f"| {name} | error | | | | | {b['error']} |")
+            continue
+        on, off = b["on"], b["off"]
+        L.append("| " + " | ".join([name, fmt_t(on["primal"]), fmt_t(off["primal"]),
+                                    fmt_r(ratio(on["primal"], off["primal"])), fmt_t(on["deriv"]),
+                                    fmt_t(off["deriv"]), fmt_r(ratio(on["deriv"], off["deriv"]))]) + " |")
     return L + [""]
 
 
@@ -343,6 +410,7 @@ def report(results, meta, programs_desc):
                 diff]) + " |")
     L.append("")
     L.extend(startup_table(results, meta, errors))
+    L.extend(boundscheck_table(results, errors))
     L.append("## Agreement")
     L.append("")
     if mismatches or errors:
@@ -368,6 +436,8 @@ def main(argv=None):
 
     if args.warm_start_probe:
         return warm_start_probe(args)
+    if args.boundscheck_probe:
+        return boundscheck_probe(args)
 
     import datetime
     import platform
@@ -390,6 +460,9 @@ def main(argv=None):
 
     args.backend = args.backend or default_backend()
     warm = "pullback" in wanted and args.backend == "numba"
+    if args.boundscheck_cost and not warm:
+        sys.exit("--boundscheck-cost compares numba code with and without bounds checks: "
+                 "it needs the numba backend and the pullback tool")
     if warm:  # before pullback compiles anything, so that first calls are cold compiles
         tmp = None if args.cache_dir else tempfile.TemporaryDirectory(prefix="pullback-bench-")  # removed with `tmp`
         os.environ["PULLBACK_CACHE_DIR"] = args.cache_dir or tmp.name
@@ -410,6 +483,8 @@ def main(argv=None):
         pbr = results[name].get("pullback")
         if warm and pbr and "error" not in pbr:
             pbr["warm"] = warm_start(name, args)
+            if args.boundscheck_cost:
+                pbr["bounds"] = boundscheck_cost(name, args)
 
     info = [
         ("date", datetime.datetime.now().isoformat(timespec="seconds")),
