@@ -18,9 +18,13 @@ from .api import (
     vjp,
 )
 from .errors import (
+    IndexOutOfBoundsError,
+    IntegerDivisionError,
+    InternalError,
     MissingRuleError,
     NonDifferentiableError,
     PullbackError,
+    RecursionDepthError,
     ShapeError,
     StagingError,
     UnsupportedSyntaxError,

@@ -65,6 +65,18 @@ class IRError(PullbackError):
     """The IR is ill-formed (type checker, parser). Indicates a compiler bug or bad hand-written IR."""
 
 
+class IndexOutOfBoundsError(PullbackError, IndexError):
+    """An index outside ``-n <= i < n`` for an axis of size n."""
+
+
+class IntegerDivisionError(PullbackError, ZeroDivisionError):
+    """Integer ``//`` or ``%`` with a zero divisor (float division gives inf/nan, as in NumPy)."""
+
+
+class RecursionDepthError(PullbackError):
+    """Recursion deeper than the Python stack allows (interp and pysource backends)."""
+
+
 class InternalError(PullbackError):
     """pullback itself failed (a bug): an unexpected exception reached the API."""
 

@@ -138,6 +138,10 @@ def test_every_prim_matches_its_impl(row):
     for operands, params in cases:
         prog, ps, args = _single_prim_prog(row.name, operands, params)
         vals = {p: _value(p.type, rng) for p in ps}
+        if row.name in ("mod", "floordiv") and isinstance(args[1], Var) and args[1].type.dtype in ("i64", "bool"):
+            # integer division by zero raises (tests/robustness/test_intdiv.py): sample a non-zero divisor
+            d = np.asarray(vals[args[1]])
+            vals[args[1]] = np.where(d == 0, np.ones_like(d), d)[()] if d.ndim else type(vals[args[1]])(d or 1)
         argvals = [vals[a] if isinstance(a, Var) else a.value for a in args]
         want = row.impl(*argvals, **params)
         want = list(want) if row.multi else [want]

@@ -31,19 +31,9 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..errors import PullbackError
+from ..errors import IndexOutOfBoundsError, IntegerDivisionError, PullbackError, RecursionDepthError
 
-
-class IndexOutOfBoundsError(PullbackError, IndexError):
-    """An index outside ``-n <= i < n`` for an axis of size n."""
-
-
-class IntegerDivisionError(PullbackError, ZeroDivisionError):
-    """Integer ``//`` or ``%`` with a zero divisor (float division gives inf/nan, as in NumPy)."""
-
-
-class RecursionDepthError(PullbackError):
-    """Recursion deeper than the Python stack allows (interp and pysource backends)."""
+__all__ = ["IndexOutOfBoundsError", "IntegerDivisionError", "RecursionDepthError"]  # defined in errors
 
 
 _OFF = ("0", "false", "no", "off")
