@@ -282,13 +282,14 @@ class jit(_Boundary):
             run, out_tree, dts = hit
             leaves = args
         else:
-            with STAGING_LOCK:
-                st = self.staged(*args)
-                if st.runner is None:
-                    st.runner = _runner(self.backend, st.prog)
-                run, out_tree, dts = st.runner, st.out_tree, st.out_dtypes
-                if fast is not None:
-                    self._fast[fast] = (run, out_tree, dts)
+            st = self.staged(*args)  # locks only on a miss: a warm pytree call never waits for staging
+            if st.runner is None:
+                with STAGING_LOCK:
+                    if st.runner is None:
+                        st.runner = _runner(self.backend, st.prog)
+            run, out_tree, dts = st.runner, st.out_tree, st.out_dtypes
+            if fast is not None:
+                self._fast[fast] = (run, out_tree, dts)
             static = self._static_for(len(args)) if self.static_argnums else ()
             dyn = tuple(a for i, a in enumerate(args) if i not in static)
             leaves, _ = flatten(dyn)
