@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import transforms
-from .errors import PullbackError, debugging, user_error
+from .errors import PullbackError, debugging, short_repr, user_error
 from .frontend import STAGING_LOCK
 from .passes.const_args import const_args
 from .passes.dead_results import dead_results
@@ -134,19 +134,11 @@ def _positional(fun, args, kwargs) -> tuple:
 
 def _check_callable(fun, what):
     if not callable(fun):
-        raise PullbackError(f"{what} needs a function, got {_short(fun)} of type {type(fun).__name__}",
+        raise PullbackError(f"{what} needs a function, got {short_repr(fun)} of type {type(fun).__name__}",
                             hint=f"pass the function itself: pb.{what}(f), then call the result with the arguments")
     if isinstance(fun, type):
         raise PullbackError(f"{what} needs a function, got the class {fun.__name__}",
                             hint="pass a function (or a method of an instance) that computes with NumPy")
-
-
-def _short(v) -> str:
-    try:
-        r = repr(v)
-    except Exception:
-        r = f"<{type(v).__name__} object>"
-    return r if len(r) <= 60 else r[:45] + "..." + r[-10:]
 
 
 def _argnums(argnums, what, single=False):
@@ -159,15 +151,15 @@ def _argnums(argnums, what, single=False):
     if isinstance(argnums, (int, np.integer)) and not isinstance(argnums, (bool, np.bool_)):
         return int(argnums)
     if single:
-        raise bad(f"argnums must be an int, got {_short(argnums)}")
+        raise bad(f"argnums must be an int, got {short_repr(argnums)}")
     if not isinstance(argnums, (tuple, list)):
-        raise bad(f"argnums must be an int or a tuple of ints, got {_short(argnums)}")
+        raise bad(f"argnums must be an int or a tuple of ints, got {short_repr(argnums)}")
     if not argnums:
         raise bad("argnums is empty")
     out = []
     for n in argnums:
         if not isinstance(n, (int, np.integer)) or isinstance(n, (bool, np.bool_)):
-            raise bad(f"argnums must contain ints, got {_short(n)}")
+            raise bad(f"argnums must contain ints, got {short_repr(n)}")
         out.append(int(n))
     if len(set(out)) != len(out):
         raise bad(f"argnums {tuple(out)} repeats a position")
@@ -180,13 +172,13 @@ def _static_argnums(static_argnums):
     if isinstance(static_argnums, (tuple, list)) and all(
             isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in static_argnums):
         return tuple(int(n) for n in static_argnums)
-    raise PullbackError(f"static_argnums must be an int or a tuple of ints, got {_short(static_argnums)}",
+    raise PullbackError(f"static_argnums must be an int or a tuple of ints, got {short_repr(static_argnums)}",
                         hint="static_argnums lists the positions of arguments whose values are fixed when staging")
 
 
 def _check_backend(backend):
     if backend is not None and backend not in BACKENDS:
-        raise PullbackError(f"unknown backend {_short(backend)}", hint="use backend='numba', 'pysource' or 'interp'")
+        raise PullbackError(f"unknown backend {short_repr(backend)}", hint="use backend='numba', 'pysource' or 'interp'")
     return backend
 
 
@@ -376,7 +368,7 @@ def jacobian(fun, argnums=0, mode: str = "rev", backend: str | None = None):
     """Jacobian of `fun` w.r.t. one argument, shape `out.shape + x.shape`."""
     argnums = _prepare(fun, "jacobian", backend, argnums, single=True)
     if mode not in ("rev", "fwd"):
-        raise PullbackError(f"jacobian mode must be 'rev' or 'fwd', got {_short(mode)}",
+        raise PullbackError(f"jacobian mode must be 'rev' or 'fwd', got {short_repr(mode)}",
                             hint="mode='rev' (one vjp per output element) or mode='fwd' (one jvp per input element)")
     return _cached(fun, ("jacobian", argnums, mode, backend), lambda: _Transformed(
         lambda ctx, a: transforms.jacobian(ctx, fun, a, argnums, mode), fun, backend, _name(fun, "jacobian")))
@@ -477,7 +469,7 @@ def derivative_source(fun, *args, mode: str = "rev", argnums=None) -> str:
 
     _check_callable(fun, "derivative_source")
     if mode not in ("rev", "fwd"):
-        raise PullbackError(f"mode must be 'rev' or 'fwd', got {_short(mode)}",
+        raise PullbackError(f"mode must be 'rev' or 'fwd', got {short_repr(mode)}",
                             hint="mode='rev' shows the vjp, mode='fwd' the jvp")
     st = stage(fun, args)
     prog, name = (vjp_prog if mode == "rev" else jvp_prog)(st.prog)

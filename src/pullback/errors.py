@@ -81,6 +81,15 @@ class InternalError(PullbackError):
     """pullback itself failed (a bug): an unexpected exception reached the API."""
 
 
+def short_repr(v) -> str:
+    """`repr(v)` cut to about 60 characters, for error messages (never raises)."""
+    try:
+        r = repr(v)
+    except Exception:
+        r = f"<{type(v).__name__} object>"
+    return r if len(r) <= 60 else r[:45] + "..." + r[-10:]
+
+
 # -- the API boundary ---------------------------------------------------------------------
 
 _PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import StagingError
+from ..errors import StagingError, short_repr
 from ..ir.core import Const, Var
 from ..ir.types import TensorType, dtype_of_np, np_dtype, promote
 
@@ -139,7 +139,7 @@ def leaf_type(v) -> TensorType:
         return TensorType("bool")
     if type(v) is int:
         if not _I64_MIN <= v <= _I64_MAX:
-            raise StagingError(f"the integer {_short(v)} does not fit in 64 bits",
+            raise StagingError(f"the integer {short_repr(v)} does not fit in 64 bits",
                                hint="integers must lie in [-2**63, 2**63); use a float for larger values")
         return TensorType("i64")
     if type(v) is float:
@@ -167,18 +167,10 @@ def leaf_type(v) -> TensorType:
         return TensorType(dt, tuple(a.shape))
     what = "complex numbers are not supported" if isinstance(v, complex) else \
         "only numbers, booleans and NumPy arrays can become IR values"
-    raise StagingError(f"value {_short(v)} of type {type(v).__name__} has no IR type", hint=what)
+    raise StagingError(f"value {short_repr(v)} of type {type(v).__name__} has no IR type", hint=what)
 
 
 _I64_MIN, _I64_MAX = -2 ** 63, 2 ** 63 - 1
-
-
-def _short(v) -> str:
-    try:
-        r = repr(v)
-    except Exception:
-        r = f"<{type(v).__name__} object>"
-    return r if len(r) <= 60 else r[:45] + "..." + r[-10:]
 
 
 def join_dtype(a, b) -> str:
