@@ -161,3 +161,22 @@ def any_all(x):
 @pytest.mark.parametrize("x", [np.ones(3), np.zeros(0), np.array([-1.0, 6.0])])
 def test_any_all_functions_and_methods_including_empty_arrays(x):
     assert pb.jit(any_all)(x) == any_all(x)
+
+
+# -- boolean scalar indices -----------------------------------------------------------------
+
+def bool_scalar_index(x, b):
+    return np.sum(x[b])  # bool index
+
+
+def bool_condition_index(x):
+    return x[x[0] > 0]  # bool index
+
+
+@pytest.mark.parametrize("fn, args", [(bool_scalar_index, (np.ones(3), True)),
+                                      (bool_scalar_index, (np.ones(3), np.bool_(False))),
+                                      (bool_condition_index, (np.ones(3),))])
+def test_bool_scalar_index_refused(fn, args):
+    # NumPy reads x[True] as a mask that adds an axis; reading it as position 1 was a silent wrong answer
+    err = expect(UnsupportedSyntaxError, lambda: pb.jit(fn, backend="interp")(*args), fn, "# bool index")
+    assert "int(" in err.hint

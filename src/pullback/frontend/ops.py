@@ -373,19 +373,24 @@ def _slice_entry(k, d):
     return ("s", start, stop, step)
 
 
+_BOOL_INDEX = ("a boolean scalar index is not supported: NumPy reads x[True] as a mask "
+               "(it adds an axis), not as position 1")
+_BOOL_INDEX_HINT = "to use it as a position, convert it first: x[int(b)]"
+
+
 def _int_index(st, k, d):
     """An atom for an integer index into a dimension of size d."""
     if isinstance(k, Traced):
         if k.ndim != 0:
             raise StagingError("array index must be a scalar")
-        if k.type.dtype not in ("i64", "bool"):
+        if k.type.dtype == "bool":
+            raise UnsupportedSyntaxError(_BOOL_INDEX, hint=_BOOL_INDEX_HINT)
+        if k.type.dtype != "i64":
             raise StagingError(f"array indices must be integers, got a traced {k.type}",
                                hint="convert with int(...) or .astype(int)")
-        if k.type.dtype == "bool":
-            return cast(st, k, "i64").atom
         return k.atom
     if isinstance(k, (bool, np.bool_)):
-        raise UnsupportedSyntaxError("boolean scalar indices are not supported")
+        raise UnsupportedSyntaxError(_BOOL_INDEX, hint=_BOOL_INDEX_HINT)
     k = static_int(k, "an index")
     if not -d <= k < d:
         raise ShapeError(f"index {k} is out of bounds for a dimension of size {d}",
