@@ -1,5 +1,6 @@
 """Run-time checks of generated code: indices out of bounds, integer division
-by zero, recursion deeper than the Python stack (note [run-time-checks]).
+by zero, recursion deeper than the stack (notes [run-time-checks],
+[numba-recursion-depth]).
 
 Contract:
 - The errors users see: `IndexOutOfBoundsError` (also an `IndexError`),
@@ -8,10 +9,11 @@ Contract:
   (the IR statement's `SrcLoc`), e.g. ``prog.py:12: index 7 is out of bounds
   for axis 0 with size 5``.
 - Emitters record one `Site` per check they print (`Sites.add`) and print
-  ``raise IndexError(K, i)`` / ``raise ZeroDivisionError(K, 0)`` with the
-  site's number K; `translate(err, sites)` turns such an exception, caught by
-  the Python wrapper around the compiled entry, into the located error. Any
-  other exception is not translated (None).
+  ``raise IndexError(K, i)`` / ``raise ZeroDivisionError(K, 0)`` /
+  ``raise RecursionError(K)`` (numba's stack check before a recursive call)
+  with the site's number K; `translate(err, sites)` turns such an exception,
+  caught by the Python wrapper around the compiled entry, into the located
+  error. Any other exception is not translated (None).
 - `from_exception(err, loc, op)`: the same errors for an exception raised by
   a primitive's NumPy implementation (the interpreter, and NumPy's own checks
   in pysource code, located through the generated line).
@@ -21,8 +23,10 @@ Contract:
   division-by-zero checks are always emitted; the interpreter and pysource
   (whose indexing NumPy checks) always check.
 - `ModuleArgs`: the hidden trailing arguments of a numba module (its large
-  constants) with the module's check sites; `call(fn, args)` runs the
-  compiled entry and translates check exceptions.
+  constants, then, for a recursive module, the calling thread's stack limit
+  from `limit()`) with the module's check sites; `trailing()` is the list of
+  them for one call, and `call(fn, args)` runs the compiled entry with them
+  and translates check exceptions.
 """
 from __future__ import annotations
 
@@ -47,8 +51,8 @@ def bounds_checks_enabled() -> bool:
 
 @dataclass(frozen=True)
 class Site:
-    """One check printed into generated code. kind: "index" (axis, size) or
-    "div" (op: "floordiv" or "mod")."""
+    """One check printed into generated code. kind: "index" (axis, size),
+    "div" (op: "floordiv" or "mod") or "recursion" (loc: the recursive call)."""
 
     kind: str
     loc: object = None
@@ -88,10 +92,23 @@ def recursion_error(loc) -> RecursionDepthError:
                                     "rewriting the recursion as a loop")
 
 
+def stack_error(loc) -> RecursionDepthError:
+    """Compiled (numba) code stopped recursing near the end of the thread's stack."""
+    return RecursionDepthError("recursion is deeper than this thread's stack allows (numba backend)", loc=loc,
+                               hint="reduce the recursion depth for these arguments, for example by rewriting "
+                                    "the recursion as a loop; or call it from a thread with a larger stack "
+                                    "(threading.stack_size) or raise the process's stack limit (ulimit -s)")
+
+
 def translate(err: BaseException, sites) -> PullbackError | None:
     """The located error for an exception raised by a printed check, else None."""
     a = err.args
-    if len(a) != 2 or not isinstance(err, (IndexError, ZeroDivisionError)) or isinstance(err, PullbackError):
+    if isinstance(err, PullbackError):
+        return None
+    if isinstance(err, RecursionError):
+        if len(a) != 1:
+            return None
+    elif len(a) != 2 or not isinstance(err, (IndexError, ZeroDivisionError)):
         return None
     try:
         k = operator.index(a[0])
@@ -104,6 +121,8 @@ def translate(err: BaseException, sites) -> PullbackError | None:
         return index_error(s.loc, a[1], s.axis, s.size)
     if s.kind == "div" and isinstance(err, ZeroDivisionError):
         return division_error(s.loc, s.op)
+    if s.kind == "recursion" and isinstance(err, RecursionError):
+        return stack_error(s.loc)
     return None
 
 
@@ -128,18 +147,27 @@ def from_exception(err: BaseException, loc, op: str = "") -> PullbackError | Non
 
 
 class ModuleArgs(list):
-    """The hidden trailing arguments of a compiled module (note
-    [numba-constants]) and the module's check sites."""
+    """The hidden trailing arguments of a compiled module (notes
+    [numba-constants], [numba-recursion-depth]) and the module's check sites.
+    `limit`: None, or a function giving the last argument, computed per call
+    (the calling thread's stack limit)."""
 
-    def __init__(self, values, sites):
+    def __init__(self, values, sites, limit=None):
         super().__init__(values)
         self.sites = sites
+        self.limit = limit
+
+    def trailing(self) -> list:
+        """The hidden arguments for a call from the calling thread."""
+        return self if self.limit is None else [*self, self.limit()]
 
     def call(self, fn, args):
-        """`fn(*args, *self)`, with check exceptions raised as located errors."""
+        """`fn(*args, *self.trailing())`, with check exceptions raised as located errors."""
         try:
-            return fn(*args, *self)
-        except (IndexError, ZeroDivisionError) as err:
+            if self.limit is None:
+                return fn(*args, *self)
+            return fn(*args, *self, self.limit())
+        except (IndexError, ZeroDivisionError, RecursionError) as err:
             located = translate(err, self.sites)
             if located is None:
                 raise

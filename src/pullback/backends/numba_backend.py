@@ -14,6 +14,11 @@ Contract:
   error discards them with a `numba_cache.CacheWarning` and recompiles
   (note [numba-cache-safety]). A program with mutually recursive functions is
   compiled without numba's disk cache (numba crashes loading such code).
+- Recursion too deep for the calling thread's stack raises
+  `errors.RecursionDepthError` located at the user's recursive call, on any
+  thread, instead of overflowing the native stack (note
+  [numba-recursion-depth]: the dialect's stack checks, the limit from
+  `numba_stack.stack_limit()` passed per call).
   The callable carries `compile_seconds` and `cache_hit` for its last new
   signature; `last_compile_seconds()` gives the latest of these in this process.
 - Thread safety: loading, compiling and the memo take one re-entrant lock; a
@@ -41,7 +46,7 @@ from ..ir.core import Prog
 from ..ir.types import TensorType
 from . import numba_cache
 from . import pysource as ps
-from .numba_dialect import NumbaDialect
+from .numba_dialect import NumbaDialect, cycle_edges
 
 _VERSION = "2"   # 2: modules executed from memory, numba's files under a manifest
 
@@ -66,7 +71,10 @@ def _emit(prog: Prog, name_hints: bool = True):
 
     d = NumbaDialect()
     m = ps.emit_module(prog, name_hints, dialect=d)
-    return m.source, ModuleArgs(d.big_values, m.sites)
+    limit = None
+    if d.stack_param:
+        from .numba_stack import stack_limit as limit
+    return m.source, ModuleArgs(d.big_values, m.sites, limit)
 
 
 def cache_dir() -> str:
@@ -88,19 +96,7 @@ def last_cache_hit():
 def _mutual_recursion(prog: Prog) -> list[str]:
     """Functions in a call-graph cycle through more than one function (numba
     crashes loading such code from its disk cache; note [numba-cache-safety])."""
-    from ..ir.traverse import call_graph
-
-    graph = call_graph(prog)
-    reach: dict = {}
-    for name in graph:
-        seen, todo = set(), list(graph[name])
-        while todo:
-            g = todo.pop()
-            if g not in seen:
-                seen.add(g)
-                todo.extend(graph.get(g, ()))
-        reach[name] = seen
-    return sorted(n for n in graph if any(g != n and n in reach.get(g, ()) for g in reach[n]))
+    return sorted({f for f, g in cycle_edges(prog) if f != g})
 
 
 class _Unit:
@@ -345,10 +341,10 @@ def compile_prog(prog: Prog, fname: str | None = None):
         key = tuple((a.ndim, a.flags.c_contiguous, a.flags.f_contiguous) if isinstance(a, np.ndarray) else type(a)
                     for a in args)
         if key not in seen:
-            sig = tuple(numba.typeof(a) for a in list(args) + consts)
+            sig = tuple(numba.typeof(a) for a in [*args, *consts.trailing()])
             with _LOCK:
                 first_compile(key, sig)
-        r = consts.call(disp, args)  # = disp(*args, *consts), check failures raised as located errors
+        r = consts.call(disp, args)  # = disp(*args, *consts.trailing()), check failures raised as located errors
         if len(outs) == 1:
             return [outs[0](r)]
         return [o(v) for o, v in zip(outs, r)]

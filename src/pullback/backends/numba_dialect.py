@@ -19,6 +19,15 @@ pass of the helper `_pb_check_idx`; numba itself checks nothing (an index out
 of bounds reads garbage or crashes). Integer ``//`` and ``%`` check their
 divisor (numba's ``error_model="numpy"`` gives 0, and float division by zero
 stays inf/nan).
+
+Recursion depth (note [numba-recursion-depth]): in a program with a
+call-graph cycle (`cycle_edges`: self or mutual recursion), every function
+takes the hidden trailing parameter ``_pb_lo`` (last, after the large
+constants), and every call along a cycle is preceded by
+``if _pb_sp() < _pb_lo: raise RecursionError(K)`` (`numba_stack`), K a check
+site of kind "recursion" at the call's line; the entry wrapper passes
+`numba_stack.stack_limit()` (see `checks.ModuleArgs`). Programs without
+recursion are printed exactly as before.
 """
 from __future__ import annotations
 
@@ -46,6 +55,27 @@ _BIG_CONST = 4096
 _BUFFER_MAX = 4096
 
 
+STACK_PARAM = "_pb_lo"   # the hidden parameter: the lowest safe stack address (numba_stack)
+
+
+def cycle_edges(prog) -> set:
+    """The calls along a call-graph cycle, as (caller, callee) pairs: the
+    callee reaches the caller again (a self-call included)."""
+    from ..ir.traverse import call_graph
+
+    graph = call_graph(prog)
+    out = set()
+    for name, callees in graph.items():
+        seen, todo = set(), list(callees)
+        while todo:
+            g = todo.pop()
+            if g not in seen:
+                seen.add(g)
+                todo.extend(graph.get(g, ()))
+        out.update((g, name) for g in seen if name in graph.get(g, ()))
+    return out
+
+
 def _ndim(a) -> int:
     return ps._ndim(a)
 
@@ -69,10 +99,13 @@ class NumbaDialect:
         (note [numba-stores])."""
         return isinstance(elem, TensorType) and elem.size <= _BUFFER_MAX
 
-    def __init__(self, cache: bool = True, boundscheck: bool | None = None):
+    def __init__(self, cache: bool = True, boundscheck: bool | None = None, stackcheck: bool = True):
         # cache=False: numba compiles the module in every process (used where numba's
         # disk cache is unsafe, e.g. mutually recursive functions)
         # boundscheck: print index checks (None: unless PULLBACK_BOUNDSCHECK=0)
+        # stackcheck: check the stack before recursive calls (False only to measure their cost)
+        self.stackcheck = bool(stackcheck)
+        self.recursive: set = set()           # (caller, callee) calls checked for stack depth
         self.boundscheck = checks.bounds_checks_enabled() if boundscheck is None else bool(boundscheck)
         flag = "cache=True" if cache else "cache=False"
         self.deco = _DECO.replace("cache=True", flag)
@@ -85,7 +118,8 @@ class NumbaDialect:
     # -- hooks called by pysource -------------------------------------------------
     def prepare(self, prog) -> list[str]:
         """Large constant arrays become hidden trailing parameters of every function
-        (note [numba-constants]); returns their names."""
+        (note [numba-constants]), and so does the stack limit `STACK_PARAM` in a
+        recursive program (note [numba-recursion-depth]); returns their names."""
         from ..ir.traverse import exp_atoms, exp_scopes, iter_lets
 
         def visit(atoms):
@@ -100,10 +134,19 @@ class NumbaDialect:
                 visit(exp_atoms(st.exp))
                 for _, b in exp_scopes(st.exp):
                     visit(b.result)
-        return list(self.big.values())
+        self.recursive = cycle_edges(prog) if self.stackcheck else set()
+        return list(self.big.values()) + ([STACK_PARAM] if self.recursive else [])
+
+    @property
+    def stack_param(self) -> bool:
+        """Whether the module takes `STACK_PARAM` (last of its hidden parameters)."""
+        return bool(self.recursive)
 
     def header(self, mod) -> list[str]:
-        out = ["from numba import njit", "from numba import types as _nbt", "from numba.typed import List", ""]
+        out = ["from numba import njit", "from numba import types as _nbt", "from numba.typed import List"]
+        if self.recursive:
+            out.append("from pullback.backends.numba_stack import _pb_sp")
+        out.append("")
         for src in self.helpers.values():
             out += [src, ""]
         return out
@@ -155,6 +198,14 @@ class NumbaDialect:
             if "#" not in fe.lines[i]:
                 fe.lines[i] += f"  # pb:{op}"
         return True
+
+    def before_call(self, fe, st, depth) -> None:
+        """Before a call along a call-graph cycle: the stack check (note
+        [numba-recursion-depth])."""
+        if (fe.f.name, st.exp.func) in self.recursive:
+            k = fe.mod.sites.add(checks.Site("recursion", st.loc or fe.cur_loc))
+            fe.line(depth, f"if _pb_sp() < {STACK_PARAM}:")
+            fe.line(depth + 1, f"raise RecursionError({k})")
 
     def fusion_plan(self, body):
         return fusion.plan(body)

@@ -41,7 +41,8 @@ class _Module:
         self.prog = prog
         self.name_hints = name_hints
         # `dialect`: None for plain NumPy, or an object with hooks (`const`, `prim`,
-        # `decorator`, `header`) that print some forms differently (see backends.numba_backend)
+        # `decorator`, `header`, `before_call`) that print some forms differently or add
+        # lines (see backends.numba_dialect)
         self.dialect = dialect
         # names every function takes after its own parameters and passes on at each
         # call (the numba dialect's large constants, note [numba-constants])
@@ -248,6 +249,8 @@ class _FuncEmitter(_PrimEmitter):
         elif isinstance(e, Loop):
             self.loop(st, depth)
         elif isinstance(e, Apply):
+            if self.mod.dialect is not None and hasattr(self.mod.dialect, "before_call"):
+                self.mod.dialect.before_call(self, st, depth)  # e.g. the numba dialect's stack check
             args = ", ".join([self.call_arg(x) for x in e.args] + self.mod.extra_params)
             call = f"{self.mod.fnames.get(e.func, _sanitize(e.func))}({args})"
             if not st.pat:
