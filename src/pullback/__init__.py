@@ -20,6 +20,7 @@ from .api import (
 from .errors import (
     IndexOutOfBoundsError,
     IntegerDivisionError,
+    IntegerPowerError,
     InternalError,
     MissingRuleError,
     NonDifferentiableError,

@@ -73,6 +73,10 @@ class IntegerDivisionError(PullbackError, ZeroDivisionError):
     """Integer ``//`` or ``%`` with a zero divisor (float division gives inf/nan, as in NumPy)."""
 
 
+class IntegerPowerError(PullbackError, ValueError):
+    """An integer raised to a negative integer power (NumPy refuses it too)."""
+
+
 class RecursionDepthError(PullbackError):
     """Recursion deeper than the Python stack allows (interp and pysource backends)."""
 

@@ -11,6 +11,7 @@ import pytest
 import pullback as pb
 from pullback.backends import numba_backend
 from pullback.backends.checks import IntegerDivisionError
+from pullback.errors import IntegerPowerError
 
 SRC = '''\
 import numpy as np
@@ -38,8 +39,17 @@ def fused(a, b):
 
 def true_div(x, a, b):
     return x * (a / b) + x / 0.0
+
+
+def int_pow(x, a, n):
+    return x * np.sum(a ** n)
+
+
+def int_pow_fused(a, n):
+    t = a + 1
+    return np.sum(t ** n)
 '''
-LINE = {"scalar_div": 5, "scalar_mod": 9, "array_ops": 13, "fused": 20}
+LINE = {"scalar_div": 5, "scalar_mod": 9, "array_ops": 13, "fused": 20, "int_pow": 29, "int_pow_fused": 34}
 X = np.array([1.0, 2.0, 3.0])
 
 
@@ -125,3 +135,20 @@ def test_numba_fused_loop_checks_each_divisor(m):
     src = numba_backend.emit_prog(stage(m.fused, (a, a)).prog)
     body = src[src.index("def fused("):]
     assert "for i0 in range(3):" in body and "raise ZeroDivisionError" in body, body
+
+
+@pytest.mark.parametrize("backend", ["interp", "pysource", "numba"])
+def test_int_negative_power(m, backend, tmp_path, monkeypatch):
+    """An integer to a negative integer power is refused, located (NumPy raises; numba gave 0)."""
+    if backend == "numba":
+        pytest.importorskip("numba")
+        monkeypatch.setenv("PULLBACK_CACHE_DIR", str(tmp_path / "cache"))
+    a = np.array([1, 2, 3])
+    for name, args in (("int_pow", (2.0, a, -1)), ("int_pow_fused", (a, -2))):
+        with pytest.raises(IntegerPowerError) as err:
+            pb.jit(getattr(m, name), backend=backend)(*args)
+        assert f"intdiv_prog.py:{LINE[name]}:" in str(err.value), str(err.value)
+        assert "negative integer power" in str(err.value) and err.value.hint
+    assert pb.jit(m.int_pow, backend=backend)(2.0, a, 2) == 2.0 * np.sum(a ** 2)
+    assert pb.grad(m.int_pow, backend=backend)(2.0, a, 3) == np.sum(a ** 3)
+    assert pb.jit(m.int_pow_fused, backend=backend)(a, 3) == np.sum((a + 1) ** 3)

@@ -35,9 +35,10 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..errors import IndexOutOfBoundsError, IntegerDivisionError, PullbackError, RecursionDepthError
+from ..errors import (IndexOutOfBoundsError, IntegerDivisionError, IntegerPowerError, PullbackError,
+                      RecursionDepthError)
 
-__all__ = ["IndexOutOfBoundsError", "IntegerDivisionError", "RecursionDepthError"]  # defined in errors
+__all__ = ["IndexOutOfBoundsError", "IntegerDivisionError", "IntegerPowerError", "RecursionDepthError"]  # defined in errors
 
 
 _OFF = ("0", "false", "no", "off")
@@ -52,7 +53,7 @@ def bounds_checks_enabled() -> bool:
 @dataclass(frozen=True)
 class Site:
     """One check printed into generated code. kind: "index" (axis, size),
-    "div" (op: "floordiv" or "mod") or "recursion" (loc: the recursive call)."""
+    "div" (op: "floordiv" or "mod", or "pow" for a negative integer exponent) or "recursion" (loc: the recursive call)."""
 
     kind: str
     loc: object = None
@@ -79,7 +80,13 @@ def index_error(loc, index, axis: int, size: int) -> IndexOutOfBoundsError:
                                  hint=f"valid indices for this axis are {valid}; check the index before using it")
 
 
-def division_error(loc, op: str) -> IntegerDivisionError:
+def division_error(loc, op: str) -> IntegerDivisionError | IntegerPowerError:
+    """The error of a failed integer-operand check: a zero divisor of `//`/`%`, or
+    (op "pow") a negative exponent of an integer `**`."""
+    if op == "pow":
+        return IntegerPowerError("integer raised to a negative integer power (** with a negative exponent)",
+                                 loc=loc, hint="make the base a float (2.0 ** n) for a fractional result; "
+                                               "NumPy refuses integers to negative integer powers too")
     what = "modulo" if op == "mod" else "division"
     sym = "%" if op == "mod" else "//"
     return IntegerDivisionError(f"integer {what} by zero ({sym} with a zero divisor)", loc=loc,

@@ -221,10 +221,10 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
                 acc = fe.py[v] + f"[{', '.join(idx[d] for d in keep)}]"
             fe.line(inner, f"{acc} += {fe.a(args[0])}  # pb:sum")
             continue
-        if e.op in ("floordiv", "mod") and v.type.dtype in ("i64", "bool") and not (
-                isinstance(args[1], Const) and args[1].value != 0):
+        if e.op in ("floordiv", "mod", "pow") and v.type.dtype in ("i64", "bool") and not (
+                isinstance(args[1], Const) and (args[1].value >= 0 if e.op == "pow" else args[1].value != 0)):
             k = fe.mod.sites.add(checks.Site("div", st.loc, op=e.op))
-            fe.line(inner, f"if {fe.a(args[1])} == 0:")
+            fe.line(inner, f"if {fe.a(args[1])} {'< 0' if e.op == 'pow' else '== 0'}:")
             fe.line(inner + 1, f"raise ZeroDivisionError({k}, 0)")
         if e.op == "broadcast_to":
             text = fe.a(args[0])

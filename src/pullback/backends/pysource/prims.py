@@ -29,7 +29,7 @@ class _PrimEmitter:
     def emit_checks(self, st: Let, depth: int) -> None:
         e: Prim = st.exp
         op = e.op
-        if op in ("floordiv", "mod") and st.pat and st.pat[0].type.dtype in ("i64", "bool"):
+        if op in ("floordiv", "mod", "pow") and st.pat and st.pat[0].type.dtype in ("i64", "bool"):
             self.check_divisor(st, e.args[1], depth)
         if not getattr(self.mod.dialect, "boundscheck", False):
             return
@@ -64,11 +64,16 @@ class _PrimEmitter:
         self.line(depth + 1, f"raise IndexError({k}, {t})")
 
     def check_divisor(self, st: Let, y, depth: int) -> None:
-        if isinstance(y, Const) and np.all(np.asarray(y.value)):
-            return
+        """A zero divisor of integer `//`/`%`, or a negative exponent of integer `**`."""
+        pow_ = st.exp.op == "pow"
+        bad = "< 0" if pow_ else "== 0"
+        if isinstance(y, Const):
+            v = np.asarray(y.value)
+            if not np.any(v < 0 if pow_ else v == 0):
+                return
         k = self.mod.sites.add(checks.Site("div", st.loc, op=st.exp.op))
         t = self.a(y)
-        self.line(depth, f"if {t} == 0:" if _ndim(y) == 0 else f"if np.any({t} == 0):")
+        self.line(depth, f"if {t} {bad}:" if _ndim(y) == 0 else f"if np.any({t} {bad}):")
         self.line(depth + 1, f"raise ZeroDivisionError({k}, 0)")
 
     # -- primitives ------------------------------------------------------------

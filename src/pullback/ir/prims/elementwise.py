@@ -181,7 +181,15 @@ def _pow_partials(b, x, y, o, n):
     return dx, dy
 
 
-binary("pow", np.power, _pow_partials)
+def _int_pow(x, y):
+    """`x ** y`, raising for integer operands with a negative exponent (as NumPy
+    does; the backends print the same check, note [run-time-checks])."""
+    if _dt(x) in ("i64", "bool") and _dt(y) in ("i64", "bool") and np.any(np.asarray(y) < 0):
+        raise ZeroDivisionError("integer to a negative integer power")
+    return np.power(x, y)
+
+
+binary("pow", _int_pow, _pow_partials)
 
 
 def _max_partials(b, x, y, o, n, pick="gt"):
