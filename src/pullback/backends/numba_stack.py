@@ -18,11 +18,13 @@ Contract:
   numba code may reach before it must stop recursing: the thread's stack
   bottom plus a margin (`margin(size)`), so that the frames between two
   checks, the library code they call and the way back to Python fit below
-  it. Computed once per thread (``pthread_getattr_np`` on Linux, the
-  ``pthread_get_stack*_np`` functions on macOS; otherwise, or if those fail,
-  a conservative estimate from the current stack address and
-  `threading.stack_size()` / ``RLIMIT_STACK``), then read from a
-  `threading.local` (tens of nanoseconds per call).
+  it; a stack reported larger than `MAX_STACK` (1 GiB; ``ulimit -s
+  unlimited`` reports terabytes) counts as that size. Computed once per
+  thread (``pthread_getattr_np`` on Linux, the ``pthread_get_stack*_np``
+  functions on macOS; otherwise, or if those fail, a conservative estimate
+  from the current stack address and `threading.stack_size()` /
+  ``RLIMIT_STACK``), then read from a `threading.local` (tens of nanoseconds
+  per call).
 - `thread_stack() -> (lo, hi) | None`: the calling thread's stack bounds.
 - Only the numba backend imports this module (it imports numba).
 """
@@ -39,6 +41,7 @@ from numba.extending import intrinsic
 _KIB = 1024
 MIN_MARGIN = 128 * _KIB    # room kept below the last check (frames, BLAS/libm calls, the return)
 _FALLBACK_SIZE = 512 * _KIB  # stack assumed usable when nothing is known
+MAX_STACK = 1 << 30        # stack used at most (``ulimit -s unlimited`` reports terabytes)
 _SLOT = "pb_sp_slot"
 
 
@@ -149,6 +152,7 @@ def _compute() -> int:
     if bounds is None:
         return _estimate()
     lo, hi = bounds
+    lo = max(lo, hi - MAX_STACK)
     return lo + margin(hi - lo)
 
 
