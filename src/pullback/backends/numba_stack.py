@@ -13,7 +13,8 @@ Contract:
   give smaller numbers). It compiles to one ``alloca`` in the function's
   entry block (shared by every use in the function) and a ``ptrtoint``: no
   call, no instruction beyond the comparison. Functions using it are cached
-  by numba like any other.
+  by numba like any other; the cache key is the generated source, so a
+  change to `_pb_sp`'s code generation needs a new `numba_backend._VERSION`.
 - `stack_limit() -> int`: the lowest stack address the calling thread's
   numba code may reach before it must stop recursing: the thread's stack
   bottom plus a margin (`margin(size)`), so that the frames between two
