@@ -78,7 +78,8 @@ class IntegerPowerError(PullbackError, ValueError):
 
 
 class RecursionDepthError(PullbackError):
-    """Recursion deeper than the Python stack allows (interp and pysource backends)."""
+    """Recursion deeper than the stack allows: Python's on interp and pysource, the
+    calling thread's native stack on numba."""
 
 
 class InternalError(PullbackError):

@@ -99,17 +99,14 @@ class NumbaDialect:
         (note [numba-stores])."""
         return isinstance(elem, TensorType) and elem.size <= _BUFFER_MAX
 
-    def __init__(self, cache: bool = True, boundscheck: bool | None = None, stackcheck: bool = True):
-        # cache=False: numba compiles the module in every process (used where numba's
-        # disk cache is unsafe, e.g. mutually recursive functions)
-        # boundscheck: print index checks (None: unless PULLBACK_BOUNDSCHECK=0)
+    def __init__(self, boundscheck: bool | None = None, stackcheck: bool = True):
+        # (mutually recursive programs skip numba's disk cache in numba_backend, note
+        # [numba-cache-safety]) boundscheck: print index checks (None: unless PULLBACK_BOUNDSCHECK=0)
         # stackcheck: check the stack before recursive calls (False only to measure their cost)
         self.stackcheck = bool(stackcheck)
         self.recursive: set = set()           # (caller, callee) calls checked for stack depth
         self.boundscheck = checks.bounds_checks_enabled() if boundscheck is None else bool(boundscheck)
-        flag = "cache=True" if cache else "cache=False"
-        self.deco = _DECO.replace("cache=True", flag)
-        self.deco_inline = _DECO_INLINE.replace("cache=True", flag)
+        self.deco, self.deco_inline = _DECO, _DECO_INLINE
         self.helpers: dict[str, str] = {}     # helper name -> source
         self.store_types: dict = {}           # element type -> index k of _ST{k}
         self.big: dict = {}                   # large Const -> its hidden parameter's name
