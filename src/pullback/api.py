@@ -133,6 +133,12 @@ def _positional(fun, args, kwargs) -> tuple:
 
 
 def _check_callable(fun, what):
+    from .frontend.staging import StagedClosure
+
+    if isinstance(fun, StagedClosure):
+        raise PullbackError(f"{what} of a function defined inside the function being staged "
+                            f"('{fun.__name__}') is not supported yet",
+                            hint="define it at module level and pass the values it reads as arguments")
     if not callable(fun):
         raise PullbackError(f"{what} needs a function, got {short_repr(fun)} of type {type(fun).__name__}",
                             hint=f"pass the function itself: pb.{what}(f), then call the result with the arguments")

@@ -9,8 +9,10 @@ ones: resource exhaustion says so, anything else is an `InternalError`).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 
 
 class PullbackError(Exception):
@@ -100,6 +102,21 @@ def short_repr(v) -> str:
 _PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
+_STAGING = threading.local()
+
+
+@contextlib.contextmanager
+def in_staging():
+    """Marks this thread as staging a function (`frontend.stage`): errors raised by
+    API calls that staged code makes are then located by the frontend at the
+    staged statement, not at the outer call site (`call_site` returns None)."""
+    _STAGING.depth = getattr(_STAGING, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _STAGING.depth -= 1
+
+
 def call_site():
     """The `SrcLoc` of the innermost stack frame outside the pullback package: the
     user's call of a pullback API function (None if there is none)."""
@@ -107,6 +124,8 @@ def call_site():
 
     from .ir.core import SrcLoc
 
+    if getattr(_STAGING, "depth", 0):
+        return None  # inside staging: the frontend locates the error at the staged statement
     f = sys._getframe(1)
     while f is not None:
         file = f.f_code.co_filename

@@ -238,3 +238,24 @@ def test_matrix_and_masked_arrays_are_refused():
     jf = pb.jit(sq)
     jf(np.ones((2, 2)))  # a warm plain-array signature must not let a matrix through the fast path
     expect(lambda: jf(np.matrix(np.ones((2, 2)))))
+
+
+def grad_of_local_lambda(x):
+    return pb.grad(lambda y: y * x)(x)  # nested
+
+
+def nested_bad_argnums(x):
+    return pb.grad(sq, argnums="x")(x)  # nested
+
+
+@pytest.mark.parametrize("fn", [grad_of_local_lambda, nested_bad_argnums])
+def test_api_error_inside_staged_code_is_located_at_the_staged_line(fn):
+    """An API call made by staged code is located at the staged statement, not at
+    the outer call that started staging."""
+    import inspect
+
+    lines, first = inspect.getsourcelines(fn)
+    line = first + next(k for k, t in enumerate(lines) if "# nested" in t)
+    err = expect(lambda: pb.grad(fn, backend="interp")(1.5), line=line)
+    if fn is grad_of_local_lambda:
+        assert "not supported yet" in str(err) and "module level" in err.hint

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import in_staging
 from ..ir.core import Prog
 from ..pytree import TreeDef, flatten
 from .calls import StagingContext, stage_entry
@@ -55,7 +56,7 @@ def stage(fn, args, static_argnums=()) -> Staged:
         args = tuple(args)
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
-    with STAGING_LOCK:
+    with STAGING_LOCK, in_staging():
         prog, in_tree, out_tree, in_types = stage_entry(fn, args, tuple(static_argnums))
     return Staged(prog, in_tree, out_tree, in_types)
 
