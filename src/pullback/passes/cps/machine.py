@@ -97,8 +97,9 @@ def _short(t) -> str:
 
 
 class _Emitter:
-    def __init__(self, lay: MachineLayout):
+    def __init__(self, lay: MachineLayout, lengths: dict):
         self.lay = lay
+        self.lengths = lengths
         self.cfg = lay.cfg
 
     # -- one block --------------------------------------------------------
@@ -142,7 +143,7 @@ class _Emitter:
         elif isinstance(term, Call):
             for v in term.saved:
                 if isinstance(v.type, StoreType):
-                    save_store(b, cur, v, lay.stacks)
+                    save_store(b, cur, v, lay.stacks, self.lengths[(blk.func, v)])
                 else:
                     cur[v.type] = b.emit("store_push", cur[v.type], v, name=lay.stacks[v.type].name)
             cur["tags"] = b.emit("store_push", cur["tags"], Const(term.ret_block, I64), name="tags")
@@ -173,7 +174,7 @@ class _Emitter:
         return b.body(outs)
 
 
-def emit_machine(prog: Prog, cfg: Cfg) -> Func:
+def emit_machine(prog: Prog, cfg: Cfg, lengths: dict | None = None) -> Func:
     lay = MachineLayout(prog, cfg)
     entry = prog.main
     b = Builder(lay.supply)
@@ -189,7 +190,7 @@ def emit_machine(prog: Prog, cfg: Cfg) -> Func:
     for t, var in lay.stacks.items():
         init.append(b.emit("store_new", elem=t, name=var.name))
 
-    step = _Emitter(lay).dispatch(0, len(cfg.blocks))
+    step = _Emitter(lay, lengths or {}).dispatch(0, len(cfg.blocks))
     sb = b.child()
     sb.stmts.extend(step.stmts)
     nxt = list(step.result)
