@@ -1,10 +1,12 @@
 """The step machine: the blocks of a `Cfg` emitted as one `while` loop.
 
-Contract: `emit_machine(prog, cfg) -> Func` builds the new entry function (the
-original entry's name, params and result types). Its body initialises the
-machine state, runs `while running: state = step(state)`, and returns the
-entry function's result registers. The state (the loop's parameters, in this
-order; `MachineLayout` names them) is
+Contract: `emit_machine(prog, cfg) -> Machine` gives the machine in parts:
+its initial state (from the entry's parameters), its `step` (one iteration)
+and where the results are; `Machine.func()` puts them together as the new
+entry function (the original entry's name, params and result types): it
+initialises the state, runs `while running: state = step(state)`, and returns
+the entry function's result registers. The state (the loop's parameters, in
+this order; `MachineLayout` names them) is
 
 - `pc` (i64): the id of the block to run next; `HALT` (-1) once the entry
   function has returned;
@@ -28,12 +30,13 @@ store.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 from ...ir.builder import Builder
-from ...ir.core import Body, Const, Func, If, Let, Prim, Prog, Var
+from ...ir.core import Body, Const, Func, If, Prim, Prog, Var
 from ...ir.names import NameSupply
 from ...ir.traverse import all_names, rename_body
-from ...ir.types import BOOL, I64, StoreType, TensorType
+from ...ir.types import BOOL, I64, StoreType
 from .cfg import Branch, Call, Cfg, Jump, Return
 
 HALT = -1
@@ -159,7 +162,41 @@ class _Emitter:
         return b.body(outs)
 
 
-def emit_machine(prog: Prog, cfg: Cfg) -> Func:
+@dataclass(frozen=True)
+class Machine:
+    """A program as a step machine, in parts (see the module docstring).
+
+    - `state`: the state variables: `pc`, `running`, the registers, `tags`,
+      the continuation stacks (`PC`, `RUNNING` are the positions of the first two);
+    - `init`: a body whose free variables are `params` (the entry's) and whose
+      results are the initial state, one atom per state variable;
+    - `step`: a body whose free variables are `state`, computing the next state;
+    - `results`: the positions in `state` of the entry's results once
+      `running` is false.
+    """
+
+    name: str
+    params: tuple
+    ret_types: tuple
+    state: tuple
+    init: Body
+    step: Body
+    results: tuple
+    nblocks: int
+    loc: object = None
+
+    def func(self) -> Func:
+        """`while running: state = step(state)`, as the entry function."""
+        b = Builder(NameSupply(all_names(self.init) | all_names(self.step) | {v.name for v in self.state}))
+        b.stmts.extend(self.init.stmts)
+        outs = b.while_loop(self.state, self.init.result, self.state[RUNNING], self.step)
+        return Func(self.name, self.params, b.body([outs[k] for k in self.results]), self.ret_types, self.loc)
+
+
+PC, RUNNING = 0, 1
+
+
+def emit_machine(prog: Prog, cfg: Cfg) -> Machine:
     lay = MachineLayout(prog, cfg)
     entry = prog.main
     b = Builder(lay.supply)
@@ -179,10 +216,9 @@ def emit_machine(prog: Prog, cfg: Cfg) -> Func:
     sb = b.child()
     sb.stmts.extend(step.stmts)
     nxt = list(step.result)
-    run = sb.ne(nxt[0], Const(HALT, I64), name="running")
-    body = sb.body([nxt[0], run, *nxt[1:]])
-    params = [lay.pc, lay.running, *lay.state()[1:]]
-    outs = b.while_loop(params, init, lay.running, body)
-    final = dict(zip([lay.pc, lay.running, *lay.state()[1:]], outs))
-    result = [final[lay.regs[k]] for k in layout(entry.ret_types)]
-    return Func(entry.name, entry.params, b.body(result), entry.ret_types, entry.loc)
+    run = sb.ne(nxt[PC], Const(HALT, I64), name="running")
+    state = (lay.pc, lay.running, *lay.state()[1:])
+    pos = {v: j for j, v in enumerate(state)}
+    return Machine(entry.name, tuple(entry.params), tuple(entry.ret_types), state, b.body(init),
+                   sb.body([nxt[PC], run, *nxt[1:]]), tuple(pos[lay.regs[k]] for k in layout(entry.ret_types)),
+                   len(cfg.blocks), entry.loc)
