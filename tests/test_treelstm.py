@@ -130,3 +130,15 @@ def test_example_trains_end_to_end(capsys):
     out = capsys.readouterr().out
     assert "mean loss per node" in out and "ms per step" in out
     assert last < first
+
+
+@pytest.mark.slow
+def test_numba_step_agrees_with_pysource():
+    t = _tree(9, 6)
+    E, p = _params(10)
+    args = (E, p, t.left, t.right, t.word, t.label, t.root, t.n_nodes, 0.05)
+    want = tl["make_step"]("pysource")(*args)
+    got = tl["make_step"]("numba")(*args)
+    assert np.isclose(got[0], want[0], rtol=1e-12)
+    assert np.allclose(got[1], want[1], rtol=1e-12, atol=1e-15)
+    assert all(np.allclose(got[2][k], want[2][k], rtol=1e-12, atol=1e-15) for k in p)
