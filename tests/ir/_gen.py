@@ -102,8 +102,8 @@ class Gen:
             op = self.choice(BINARY + COMPARE)
             if isinstance(x, Const) and isinstance(y, Const):
                 return None
-            if op == "pow" and x.type.dtype == "i64" and y.type.dtype == "i64":
-                op = "mul"
+            if op in ("pow", "mod") and x.type.dtype == "i64" and y.type.dtype == "i64":
+                op = "mul"  # negative powers and zero divisors of ints raise (issue 8)
             return b.emit(op, x, y, name="c" if op in COMPARE else "t")
         if kind == 7:  # reductions
             xs = self.of(scope, lambda t: isinstance(t, TensorType) and t.ndim >= 1 and t.dtype == "f64")

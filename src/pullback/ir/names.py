@@ -1,7 +1,7 @@
 """The one place where generated names are decided.
 
 Conventions (see DESIGN.md): tangents are ``x_tan``, adjoints ``x_adj``,
-derived functions ``f_jvp`` and ``f_vjp``. `NameSupply` makes names unique
+derived functions ``f_jvp`` and ``f_vjp`` (split mode: ``f_fwd`` and ``f_bwd``). `NameSupply` makes names unique
 within a function by adding ``_2``, ``_3``, ... to a base name.
 """
 from __future__ import annotations
@@ -48,6 +48,28 @@ def vjp_func(fname: str) -> str:
 
 def grad_func(fname: str) -> str:
     return fname + "_grad"
+
+
+def fwd_func(fname: str) -> str:
+    """Split mode's forward sweep of `fname` (note [split-calls])."""
+    return fname + "_fwd"
+
+
+def bwd_func(fname: str) -> str:
+    """Split mode's return sweep of `fname`."""
+    return fname + "_bwd"
+
+
+def tape(t) -> str:
+    """The residual store of split mode for values of type `t`: ``tape_f64``,
+    ``tape_f64_arr3x4``, ``tape_store``."""
+    from .types import StoreType
+
+    if isinstance(t, StoreType):
+        return "tape_store"
+    if not t.shape:
+        return f"tape_{t.dtype}"
+    return f"tape_{t.dtype}_arr" + "x".join(map(str, t.shape))
 
 
 class NameSupply:

@@ -63,11 +63,17 @@ class StoreType:
     Their length is only known at run time. See note [stores] in docs/design.md.
     """
 
-    elem: TensorType
+    elem: "TensorType | StoreType"
 
     @property
     def is_float(self) -> bool:
         return self.elem.is_float
+
+    @property
+    def nbytes(self) -> int:
+        """What a store of stores counts per element: one reference (the inner
+        store's contents report their own bytes)."""
+        return 8
 
     def __str__(self) -> str:
         return f"store<{self.elem}>"

@@ -60,6 +60,11 @@ class DerivedNames:
         self.taken = {f.name for f in prog.funcs}
         self.done: dict[str, str] = {}
 
+    def name(self, name: str) -> str:
+        """The derived name of `name`, made on first request."""
+        new, _ = self.get(name)
+        return new
+
     def get(self, name: str):
         """(derived name, True if it was just made and must be built now)."""
         if name in self.done:

@@ -84,8 +84,14 @@ def _zeros_like_impl(s):
 
     out = StoreValue(s.elem_bytes, _SLOT.meter)
     for v in s.items:
-        out.push(np.zeros_like(v))
+        out.push(_zeros_like_impl(v) if isinstance(v, StoreValue) else np.zeros_like(v))
     return out
+
+
+def _zero(b, v):
+    from ...passes._common import zero_of
+
+    return zero_of(b, v, "zeros")
 
 
 def _push_jvp(b, a, t, o):
@@ -96,7 +102,7 @@ def _push_jvp(b, a, t, o):
     if ts is None:
         ts = b.store_zeros_like(s)
     if tv is None:
-        tv = b.zeros(v.type)
+        tv = _zero(b, v)
     return [b.store_push(ts, tv)]
 
 
@@ -120,7 +126,7 @@ def _pop_vjp(b, a, o, cts, need):
     if cs is None:
         cs = b.store_zeros_like(s2)
     if cv is None:
-        cv = b.zeros(v.type)
+        cv = _zero(b, v)
     return [b.store_push(cs, cv)]
 
 

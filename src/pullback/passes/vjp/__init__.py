@@ -5,8 +5,8 @@ ct_p for each float param p)``. The scheme is Futhark's with Tapenade's
 refinements (note [reverse-mode] in docs/design.md):
 
 - each scope has a forward sweep followed by a return sweep; the return sweep
-  of an inner scope (loop body, branch, callee) re-executes that scope's
-  forward sweep, so there is no global tape;
+  of an inner scope (loop body, branch, non-recursive callee) re-executes
+  that scope's forward sweep;
 - loops save their loop-carried values once per iteration into stores, and
   arrays updated in place are restored by an undo log (`loop.py`);
 - adjoints are symbolic zeros until a contribution arrives (`adjoints.py`),
@@ -15,6 +15,9 @@ refinements (note [reverse-mode] in docs/design.md):
 
 One module per construct: `prim`, `call`, `if_`, `loop`; `body` sequences them;
 `merge_calls` then drops primal calls that a vjp call recomputes anyway.
+Calls of recursive functions are reversed in split mode (`split`, `tape`,
+note [split-calls]) unless the strategy is `Joint()`: the callee's forward
+sweep stores its residuals, so recursion costs linear time.
 """
 from __future__ import annotations
 
@@ -26,16 +29,35 @@ from .._common import DerivedNames, differentiable
 from ..activity import mark_body
 from .adjoints import Adjoints
 from .body import fwd_body, rev_body
+from . import split
 from .merge_calls import merge_calls_func
+from .tape import Retry, SplitPlan
 
 
-def vjp_prog(prog: Prog, fname: str | None = None, fresh=None) -> tuple[Prog, str]:
+def vjp_prog(prog: Prog, fname: str | None = None, fresh=None, checkpoint=None) -> tuple[Prog, str]:
     """`fresh(hint) -> name`, if given, names the derived functions (the frontend
-    passes its own supply, which knows functions still being staged)."""
-    ctx = RevContext(prog, fresh)
-    name = ctx.func(fname or prog.entry)
+    passes its own supply, which knows functions still being staged).
+    `checkpoint` is a `pullback.checkpointing.Strategy` (default: "store")."""
+    from ...checkpointing import DEFAULT
     from ..simplify import simplify_func
 
+    entry = fname or prog.entry
+    plan = SplitPlan(prog, entry, checkpoint or DEFAULT)
+    derived = (DerivedNames(prog, names.vjp_func, fresh), DerivedNames(prog, names.fwd_func, fresh),
+               DerivedNames(prog, names.bwd_func, fresh))
+    # split mode learns the residual types and the parameters each f_bwd takes
+    # while it builds: build again until nothing new was learnt (note [split-calls])
+    for _ in range(64):
+        plan.grew = False
+        ctx = RevContext(prog, plan, derived)
+        try:
+            name = ctx.func(entry)
+        except Retry:
+            continue
+        if not plan.grew:
+            break
+    else:  # pragma: no cover - the plan only grows, and it is finite
+        raise RuntimeError("split-mode plan did not converge")
     # dead code: primal values that re-executed forward sweeps compute but no adjoint reads
     out = prog.with_funcs(list(prog.funcs) + [simplify_func(f) for f in ctx.new_funcs])
     from ...ir import typecheck
@@ -45,11 +67,13 @@ def vjp_prog(prog: Prog, fname: str | None = None, fresh=None) -> tuple[Prog, st
 
 
 class RevContext:
-    """State of one run of the pass: derived functions made so far."""
+    """State of one build of the pass: derived functions made so far."""
 
-    def __init__(self, prog: Prog, fresh=None):
+    def __init__(self, prog: Prog, plan: SplitPlan, derived):
         self.prog = prog
-        self.names = DerivedNames(prog, names.vjp_func, fresh)
+        self.plan = plan
+        self.names, self.fwd_names, self.bwd_names = derived
+        self.built: set = set()
         self.new_funcs: list[Func] = []
         # per-function state, set by `func`
         self.varied: set = set()
@@ -58,17 +82,38 @@ class RevContext:
         # (a loop's return sweep restores the array it updated in place, note [nested-undo])
         self.equal: dict = {}
         self.vjp_of: dict = {}  # vjp function name -> primal function name (merge_calls)
+        self.split_memo: dict = {}
 
     def func(self, name: str) -> str:
-        new, build = self.names.get(name)
-        if not build:
+        """The vjp of `name` (joint contract: params, cotangents -> results, adjoints)."""
+        new = self.names.name(name)
+        if ("vjp", name) in self.built:
+            return new
+        self.built.add(("vjp", name))
+        f = self.prog.func(name)
+        if name in self.plan.split:
+            fwd, bwd = self.split_names(name)
+            self.new_funcs.append(split.wrapper(self, f, new, fwd, bwd))
             return new
         saved = (self.varied, self.supply)
         try:
-            self.new_funcs.append(self._build(self.prog.func(name), new))
+            self.new_funcs.append(self._build(f, new))
         finally:
             self.varied, self.supply = saved
         return new
+
+    def split_names(self, name: str) -> tuple[str, str]:
+        """(f_fwd, f_bwd) of a split function, built on first use."""
+        fwd, bwd = self.fwd_names.name(name), self.bwd_names.name(name)
+        if ("split", name) not in self.built:
+            self.built.add(("split", name))
+            saved = (self.varied, self.supply)
+            try:
+                fo, bo = split.build(self, self.prog.func(name), fwd, bwd)
+            finally:
+                self.varied, self.supply = saved
+            self.new_funcs += [fo, merge_calls_func(bo, self.vjp_of)]
+        return fwd, bwd
 
     def _build(self, f: Func, new: str) -> Func:
         from ...ir.traverse import all_names
