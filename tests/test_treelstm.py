@@ -124,9 +124,7 @@ def test_capacity_too_small_is_refused():
 
 
 def test_example_trains_end_to_end(capsys):
-    first, last = tl["main"](["--steps", "30", "--trees", "2", "--hidden", "6", "--embed", "5", "--vocab", "20",
-                              "--min-leaves", "3", "--max-leaves", "6", "--capacity", "16", "--lr", "0.2",
-                              "--every", "10"])
+    first, last = tl["main"](tl["QUICK"])
     out = capsys.readouterr().out
     assert "mean loss per node" in out and "ms per step" in out
     assert last < first
