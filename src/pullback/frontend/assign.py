@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import StagingError, UnsupportedSyntaxError
 from ..ir.core import Let
-from . import ops
+from . import alias, ops
 from .values import ConcreteNeeded, Poisoned, Traced
 
 
@@ -38,10 +38,15 @@ class Assignments:
         rhs = self.eval(s.value)
         t = s.target
         if isinstance(t, ast.Name):
-            v = self.binop(type(s.op), self.lookup(t.id), rhs)
+            old = self.lookup(t.id)
+            v = self.binop(type(s.op), old, rhs)
             if isinstance(v, Traced):
                 v = self._rename(v, t.id, b, start)
-            self.assign(t, v)
+            if _in_place(old, v):
+                # `a += v` updates the array itself: every alias of it sees the change
+                self.update_in_place(t, old, v)
+            else:
+                self.assign(t, v)
         elif isinstance(t, ast.Subscript):
             base = self.eval(t.value)
             key = self.eval(t.slice)
@@ -52,7 +57,7 @@ class Assignments:
                 else:
                     cur = ops.getitem(self, base, key)
                     new = ops.setitem(self, base, key, self.binop(type(s.op), cur, rhs))
-                self.assign(t.value, new)
+                self.update_in_place(t.value, base, new)
             else:
                 cur = self.subscript(base, key)
                 self.store_subscript(t, base, key, self.binop(type(s.op), cur, rhs))
@@ -104,11 +109,11 @@ class Assignments:
 
     def store_subscript(self, t, base, key, v):
         if _is_array(base) and (isinstance(base, Traced) or _has_traced(key) or isinstance(v, Traced)):
-            self.assign(t.value, ops.setitem(self, base, key, v))
+            self.update_in_place(t.value, base, ops.setitem(self, base, key, v))
         elif isinstance(base, np.ndarray):
             new = base.copy()
             new[key] = v
-            self.assign(t.value, new)
+            self.update_in_place(t.value, base, new)
         elif isinstance(base, (list, dict)):
             if _has_traced(key):
                 raise ConcreteNeeded("a Python list/dict is indexed with a traced value",
@@ -118,6 +123,25 @@ class Assignments:
             raise StagingError("tuples cannot be assigned to", hint="use a list or an array")
         else:
             raise UnsupportedSyntaxError(f"item assignment on {type(base).__name__} is not supported")
+
+    def update_in_place(self, target, old, new):
+        """The array `old` (the value of the expression `target`) was updated in place to `new`:
+        rebind every reference to it (`alias.replace`), then store it through `target` when that is
+        a subscript or attribute (`x[0][1] = v` writes the row back into `x`)."""
+        alias.replace(self, old, new)
+        if isinstance(target, ast.Name):
+            if self._local_frame(target.id) is None:
+                self.frame.vars[target.id] = new
+        else:
+            self.assign(target, new)
+
+    def _local_frame(self, name):
+        f = self.frame
+        while f is not None:
+            if name in f.vars:
+                return f
+            f = f.parent
+        return None
 
     def _rename(self, v, name, b, start):
         """Give the value just computed by this statement the user's variable name."""
@@ -132,6 +156,14 @@ class Assignments:
             stmts[-1] = Let((nv,), last.exp, last.loc)
             return Traced(nv)
         return v
+
+
+def _in_place(old, new):
+    """Whether `old op= rhs` (result `new`) updates the array `old` in place, as NumPy does."""
+    if isinstance(old, np.ndarray):
+        return isinstance(new, (Traced, np.ndarray)) and np.shape(new) == old.shape and \
+            np.dtype(new.dtype) == old.dtype
+    return isinstance(old, Traced) and old.ndim > 0 and isinstance(new, Traced) and new.type == old.type
 
 
 def _is_array(v):

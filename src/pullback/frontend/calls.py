@@ -32,7 +32,7 @@ from ..ir.core import Apply, Body, Func, Prog
 from ..ir.names import NameSupply
 from ..ir.types import TensorType
 from ..pytree import TreeDef, flatten, unflatten
-from . import control
+from . import alias, control
 from .numpy_api import ALWAYS_STAGED, METHODS, BoundMethod, describe, lookup
 from .source import function_ast
 from .staging import _MISSING_RET, Frame, Interp, StagedClosure
@@ -47,16 +47,25 @@ MAX_INLINE_DEPTH = 200
 class FuncEntry:
     name: str
     out_tree: TreeDef
-    template: list  # result leaves: None = next traced result, else the concrete value
+    template: list  # result leaves, then hidden ones: None = next traced result, else the concrete value
     ret_types: tuple
+    hidden: tuple = ()  # argument leaves updated in place (indices into the flattened arguments),
+    #                     whose final values are the last len(hidden) leaves of `template`
+    ret_alias: dict = field(default_factory=dict)  # result leaf -> argument leaf it is (the same array)
+    ambiguous: tuple = ()  # argument leaves whose aliasing with the results is only known at run time
 
 
 @dataclass
 class InProgress:
     name: str
     first_return: object = _MISSING_RET
+    first_hidden: tuple | None = None  # the argument arrays at that first return
     recursive: bool = False
     template: tuple | None = None  # (treedef, [TensorType]) used by recursive calls
+    slots: list = field(default_factory=list)  # argument leaves tracked for in-place updates
+    slot_types: list = field(default_factory=list)
+    assumed: tuple = ()  # slots that recursive calls treat as updated in place (hidden results)
+    ret_alias: dict | None = None  # result leaf -> argument leaf, assumed by recursive calls
 
 
 @dataclass
@@ -123,7 +132,7 @@ def _static_key(v):
 
 def signature_of(argvals) -> tuple:
     leaves, tree = flatten(argvals)
-    return (tree, tuple(_static_key(x) for x in leaves))
+    return (tree, tuple(_static_key(x) for x in leaves), alias.alias_pattern(leaves))
 
 
 # -- calls --------------------------------------------------------------------------------
@@ -137,7 +146,7 @@ def call(st, fn, args, kwargs):
     if fn is builtins.super and not args and not kwargs:
         return _zero_arg_super(st)
     if isinstance(fn, BoundMethod):
-        return METHODS[fn.name](st, fn.obj, *args, **kwargs)
+        return _fresh(fn.name, METHODS[fn.name](st, fn.obj, *args, **kwargs), (fn.obj,) + tuple(args))
     if isinstance(fn, StagedClosure):
         return call_closure(st, fn, args, kwargs)
     if not isinstance(fn, type) and hasattr(fn, "__pullback_stage__"):
@@ -160,7 +169,7 @@ def call(st, fn, args, kwargs):
         return fn(*args, **kwargs)
     h = lookup(fn)
     if h is not None and (traced or fn in ALWAYS_STAGED):
-        return h(st, *args, **kwargs)
+        return _fresh(getattr(fn, "__name__", ""), h(st, *args, **kwargs), args)
     if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType) and traced:
         return call_function(st, fn.__func__, (fn.__self__,) + tuple(args), kwargs)
     if isinstance(fn, types.FunctionType) and traced:
@@ -176,6 +185,20 @@ def call(st, fn, args, kwargs):
     raise StagingError(f"unsupported function '{describe(fn)}' called with traced arguments",
                        hint="use the supported NumPy functions (see pullback.frontend.numpy_api), "
                             "or write it in Python in a function pullback can read")
+
+
+# NumPy functions and methods whose result may be the argument array itself (a view of it, or
+# the same object: `np.asarray(a) is a`); any other result that is a traced argument becomes a new
+# object, since in NumPy it is a new array (`a.copy()`, `a.astype(a.dtype)`, `np.array(a)`): an
+# in-place update of one must not change the other (see `alias`).
+_MAY_ALIAS = {"asarray", "asanyarray", "reshape", "ravel", "transpose", "squeeze", "broadcast_to",
+              "atleast_1d", "atleast_2d", "atleast_3d", "expand_dims", "swapaxes", "moveaxis", "view"}
+
+
+def _fresh(name, result, args):
+    if isinstance(result, Traced) and name not in _MAY_ALIAS and any(result is a for a in args):
+        return Traced(result.atom)
+    return result
 
 
 def _zero_arg_super(st):
@@ -279,13 +302,19 @@ def call_function(st, fn, args, kwargs):
         info = state.in_progress.get(key)
         if info is not None:
             return _recursive_call(st, fn, info, vals)
-        entry = stage_func(state, fn, names, vals, key, runner=None, loc=st.loc)
+        entry = stage_func(state, fn, names, vals, key, runner=None, loc=st.loc, track=True)
     return _apply_entry(st, entry, vals)
 
 
 def _traced_atoms(vals):
+    """The call's IR arguments: one per traced array object (an array passed twice is one parameter)."""
     leaves, _ = flatten(tuple(vals))
-    return [x.atom for x in leaves if isinstance(x, Traced)]
+    seen, out = set(), []
+    for x in leaves:
+        if isinstance(x, Traced) and id(x) not in seen:
+            seen.add(id(x))
+            out.append(x.atom)
+    return out
 
 
 def _apply_entry(st, entry, vals):
@@ -293,7 +322,28 @@ def _apply_entry(st, entry, vals):
     outs = st.b.apply(entry.name, atoms, entry.ret_types) if entry.ret_types else ()
     it = iter(outs)
     leaves = [Traced(next(it)) if t is None else t for t in entry.template]
-    return unflatten(entry.out_tree, leaves)
+    n = len(leaves) - len(entry.hidden)
+    return _finish_call(st, vals, entry.out_tree, leaves[:n], entry.hidden, leaves[n:], entry.ret_alias,
+                        entry.ambiguous)
+
+
+def _finish_call(st, vals, out_tree, ret_leaves, hidden, hidden_vals, ret_alias, ambiguous=()):
+    """Make the caller see the callee's in-place updates of its arguments (Note [argument-mutation]):
+    rebind the caller's argument arrays `hidden` to their final values, and return the caller's own
+    array objects for result leaves that are argument arrays."""
+    if not (hidden or ret_alias or ambiguous):
+        return unflatten(out_tree, ret_leaves)
+    arg_leaves, _ = flatten(tuple(vals))
+    cur = list(arg_leaves)
+    for k, v in zip(hidden, hidden_vals):
+        alias.replace(st, arg_leaves[k], v)
+        cur[k] = v
+    ret_leaves = list(ret_leaves)
+    for r, k in ret_alias.items():
+        ret_leaves[r] = cur[k]
+    if ambiguous:
+        alias.mark_ambiguous(st, [cur[k] for k in ambiguous] + ret_leaves, st.loc.line if st.loc else "?")
+    return unflatten(out_tree, ret_leaves)
 
 
 def _recursive_call(st, fn, info, vals):
@@ -305,10 +355,29 @@ def _recursive_call(st, fn, info, vals):
                 hint="put the base case (the branch that returns without recursing) first")
         leaves, tree = flatten(info.first_return)
         info.template = (tree, [_ret_type(x) for x in leaves])
+        if info.ret_alias is None:
+            info.ret_alias = _ret_alias(leaves, info.first_hidden, info.slots)
     info.recursive = True
     tree, tys = info.template
-    outs = st.b.apply(info.name, _traced_atoms(vals), tuple(tys))
-    return unflatten(tree, [Traced(o) for o in outs])
+    hid_tys = [info.slot_types[j] for j in info.assumed]
+    outs = st.b.apply(info.name, _traced_atoms(vals), tuple(tys) + tuple(hid_tys))
+    leaves = [Traced(o) for o in outs]
+    return _finish_call(st, vals, tree, leaves[:len(tys)], [info.slots[j] for j in info.assumed],
+                        leaves[len(tys):], info.ret_alias or {})
+
+
+def _ret_alias(ret_leaves, finals, slots):
+    """{result leaf: argument leaf} for the result leaves that are (traced) argument arrays."""
+    out = {}
+    if not finals:
+        return out
+    for r, x in enumerate(ret_leaves):
+        if isinstance(x, Traced):
+            for j, f in enumerate(finals):
+                if x is f:
+                    out[r] = slots[j]
+                    break
+    return out
 
 
 def _ret_type(x):
@@ -330,41 +399,71 @@ def _cells(fn):
     return out
 
 
-def stage_func(state, fn, names, vals, key, runner=None, loc=None, force_atoms=False, fname=None) -> FuncEntry:
-    """Stage `fn` (bound to `names`=`vals`) as a complete IR `Func`; cache it under `key`."""
+def stage_func(state, fn, names, vals, key, runner=None, loc=None, force_atoms=False, fname=None,
+               track=False) -> FuncEntry:
+    """Stage `fn` (bound to `names`=`vals`) as a complete IR `Func`; cache it under `key`.
+    `track`: return the final values of the argument arrays it updates in place as hidden
+    results (`FuncEntry.hidden`, Note [argument-mutation]); without it only a recursive
+    function has them, behind a wrapper that drops them."""
     src = function_ast(fn) if runner is None else None
     name = state.names.fresh(fname or _func_hint(fn))
     info = InProgress(name)
+    arg_leaves, _ = flatten(tuple(vals))
+    if runner is None:
+        pat = alias.alias_pattern(arg_leaves)
+        info.slots = [k for k, x in enumerate(arg_leaves) if alias.is_mutable_leaf(x) and pat[k] == k]
+        info.slot_types = [leaf_type(arg_leaves[k]) for k in info.slots]
     state.in_progress[key] = info
+    cache0, funcs0 = set(state.cache), set(state.funcs)
+    dropped: set = set()
     deep = deep_recursion()  # shared with the runners: no thread lowers the limit under another
     deep.__enter__()
     try:
-        for attempt in range(4):
+        for attempt in range(6 + 2 * len(info.slots)):
+            if attempt:  # forget what was staged under the previous attempt's assumptions
+                for k in set(state.cache) - cache0:
+                    del state.cache[k]
+                for n in set(state.funcs) - funcs0:
+                    del state.funcs[n]
+                state.extra[:] = [n for n in state.extra if n in state.funcs]
             supply = NameSupply()
             b = Builder(supply)
-            params, pvals = [], []
+            params, pvals, made = [], [], {}
             for pname, v in zip(names, vals):
                 leaves, tree = flatten(v)
                 new = []
                 for leaf in leaves:
                     if isinstance(leaf, Traced):
-                        p = b.fresh(pname, leaf.type)
-                        params.append(p)
-                        new.append(Traced(p))
+                        if id(leaf) not in made:  # the same array passed twice is one parameter
+                            p = b.fresh(pname, leaf.type)
+                            params.append(p)
+                            made[id(leaf)] = Traced(p)
+                        new.append(made[id(leaf)])
                     else:
                         new.append(leaf)
                 pvals.append(unflatten(tree, new))
+            pleaves, _ = flatten(tuple(pvals))
+            hidden = [alias.hidden_name(j) for j in range(len(info.slots))]
             if runner is None:
                 frame = Frame(dict(zip(names, pvals)), fn.__globals__, _cells(fn))
+                frame.vars.update({h: pleaves[k] for h, k in zip(hidden, info.slots)})
                 st = Interp(state, b, src, frame, info)
+                st.hidden = tuple(hidden)
                 ret = st.run(src.body)
+                if hidden:
+                    ret, finals = ret if ret is not None else (None, tuple(frame.vars[h] for h in hidden))
+                else:
+                    finals = ()
             else:
                 frame = Frame(dict(zip(names, pvals)), {})
                 st = Interp(state, b, None, frame, info)
                 st.loc = loc
                 b.loc = loc
                 ret = runner(st, pvals)
+                finals = ()
             leaves, out_tree = flatten(ret)
+            mutated = [j for j, k in enumerate(info.slots) if finals[j] is not pleaves[k]]
+            ret_alias = _ret_alias(leaves, finals, info.slots)
             if info.recursive:
                 tys = [_ret_type(x) for x in leaves]
                 ttree, ttys = info.template
@@ -376,11 +475,21 @@ def stage_func(state, fn, names, vals, key, runner=None, loc=None, force_atoms=F
                     info.template = (ttree, joined)
                     info.first_return = _MISSING_RET
                     continue
+                if not set(mutated) <= set(info.assumed):
+                    info.assumed = tuple(sorted(set(info.assumed) | set(mutated)))
+                    continue
+                if ret_alias != info.ret_alias:
+                    dropped |= {r for r in (info.ret_alias or {}) if ret_alias.get(r) != info.ret_alias[r]}
+                    info.ret_alias = {r: k for r, k in ret_alias.items() if r not in dropped}
+                    continue
+                hid_js = info.assumed
                 atoms = [to_atom(b, x, t.dtype) for x, t in zip(leaves, ttys)]
-                template = [None] * len(leaves)
+                atoms += [to_atom(b, finals[j], info.slot_types[j].dtype) for j in hid_js]
+                template = [None] * len(atoms)
             else:
+                hid_js = tuple(mutated) if track else ()
                 atoms, template = [], []
-                for x in leaves:
+                for x in list(leaves) + [finals[j] for j in hid_js]:
                     if isinstance(x, Traced) or force_atoms:
                         if not isinstance(x, Traced):
                             _check_returnable(x, name, src, loc)
@@ -390,17 +499,36 @@ def stage_func(state, fn, names, vals, key, runner=None, loc=None, force_atoms=F
                         template.append(x)
             break
         else:
-            raise StagingError(f"the result types of the recursive function '{name}' do not stabilise")
+            raise StagingError(f"the result types of the recursive function '{name}' do not stabilise",
+                               loc=src.loc(src.node) if src else loc)
         ret_types = tuple(a.type for a in atoms)
         floc = src.loc(src.node) if src is not None else loc
         func = Func(name, tuple(params), Body(tuple(b.stmts), tuple(atoms)), ret_types, loc=floc)
         state.add(func)
-        entry = FuncEntry(name, out_tree, template, ret_types)
+        # arrays whose aliasing is decided at run time inside the callee stay ambiguous in the caller
+        amb = track and any(st.ambiguous.get(id(x), (None,))[0] is x for x in list(finals) + list(leaves))
+        ambiguous = tuple(info.slots) if amb else ()
+        entry = FuncEntry(name, out_tree, template, ret_types, tuple(info.slots[j] for j in hid_js),
+                          ret_alias if track or info.recursive else {}, ambiguous)
+        if hid_js and not track:
+            entry = _without_hidden(state, entry, func)
         state.cache[key] = entry
         return entry
     finally:
         state.in_progress.pop(key, None)
         deep.__exit__(None, None, None)
+
+
+def _without_hidden(state, entry, func) -> FuncEntry:
+    """A Func calling `func` and returning its results without the hidden ones (for a recursive
+    top-level function that updates its own arguments in place)."""
+    n = len(entry.template) - len(entry.hidden)
+    b = Builder(NameSupply())
+    params = [b.fresh(p.name, p.type) for p in func.params]
+    outs = b.apply(func.name, params, func.ret_types)
+    name = state.names.fresh(func.name)
+    state.add(Func(name, tuple(params), Body(tuple(b.stmts), tuple(outs[:n])), func.ret_types[:n], loc=func.loc))
+    return FuncEntry(name, entry.out_tree, entry.template[:n], func.ret_types[:n])
 
 
 def _check_returnable(x, name, src, loc):

@@ -26,7 +26,7 @@ from ..ir.core import Body, Const
 from ..ir.names import NameSupply
 from ..ir.types import I64, TensorType, promote
 from ..pytree import flatten, unflatten
-from . import ops
+from . import alias, ops
 from .values import (UNSET, ConcreteNeeded, NeedUnroll, Poisoned, Traced, copy_containers, is_weak,
                      join_dtype, leaf_type, same_concrete, to_atom)
 
@@ -76,13 +76,25 @@ class Merger:
     def __init__(self, b1, b2, line):
         self.b1, self.b2, self.line = b1, b2, line
         self.r1, self.r2, self.names = [], [], []
+        self._memo = {}  # (id a, id c) -> (a, c, slot): one array in both branches stays one array
+
+    def leaf(self, name, a, c, strict):
+        if alias.is_mutable_leaf(a) and alias.is_mutable_leaf(c):
+            hit = self._memo.get((id(a), id(c)))
+            if hit is not None and hit[0] is a and hit[1] is c:
+                return hit[2]
+            r = self._leaf(name, a, c, strict)
+            if isinstance(r, _Slot):
+                self._memo[(id(a), id(c))] = (a, c, r)
+            return r
+        return self._leaf(name, a, c, strict)
 
     def _poison(self, name, msg, strict, hint=None):
         if strict:
             raise StagingError(msg, hint=hint)
         return Poisoned(name, msg, hint)
 
-    def leaf(self, name, a, c, strict):
+    def _leaf(self, name, a, c, strict):
         if _same(a, c):
             return a
         if a is _MISSING or c is _MISSING or isinstance(a, Poisoned) or isinstance(c, Poisoned):
@@ -148,9 +160,13 @@ class Merger:
         return unflatten(t1, [self.leaf(name, a, c, strict) for a, c in zip(l1, l2)])
 
     @staticmethod
-    def fill(v, outs):
+    def fill(v, outs, cache=None):
+        """`v` with its slots replaced by the `If`'s results (one `Traced` per slot across calls
+        sharing `cache`, so that arrays aliased in both branches stay aliased)."""
+        cache = {} if cache is None else cache
         leaves, t = flatten(v, is_leaf=lambda x: isinstance(x, _Slot))
-        return unflatten(t, [Traced(outs[x.k]) if isinstance(x, _Slot) else x for x in leaves])
+        return unflatten(t, [cache.setdefault(x.k, Traced(outs[x.k])) if isinstance(x, _Slot) else x
+                             for x in leaves])
 
 
 def _name_hint(name):
@@ -188,7 +204,9 @@ def stage_if(st, s):
     if r1 is not None and r2 is not None:
         merged = m.value("return value", r1[1], r2[1], strict=True)
         outs = _emit_if(st, c, m, b1, b2)
-        return ("return", Merger.fill(merged, outs))
+        ret = Merger.fill(merged, outs)
+        _check_if_aliasing(st, {"": r1[1]}, {"": r2[1]}, {"": ret}, s.lineno)
+        return ("return", ret)
     if r1 is not None or r2 is not None:
         raise StagingError("internal: only one branch of a traced `if` returned")
     merged = {}
@@ -200,10 +218,25 @@ def stage_if(st, s):
             continue
         merged[name] = m.value(name, v1, v2)
     outs = _emit_if(st, c, m, b1, b2)
-    new = {k: Merger.fill(v, outs) for k, v in merged.items()}
+    cache: dict = {}
+    new = {k: Merger.fill(v, outs, cache) for k, v in merged.items()}
+    _check_if_aliasing(st, e1, e2, new, s.lineno)
     env0.clear()
     env0.update(new)
     return None
+
+
+def _check_if_aliasing(st, e1, e2, new, line):
+    """Arrays that are the same object after one branch but not after the other become ambiguous
+    (an in-place update of one of them is then an error, see `alias.mark_ambiguous`)."""
+    g1, g2 = alias.groups(alias.positions(e1)), alias.groups(alias.positions(e2))
+    pn = alias.positions(new)
+    bad = set()
+    for p in pn:
+        a, c = g1.get(p, frozenset((p,))), g2.get(p, frozenset((p,)))
+        if a != c:
+            bad |= a | c
+    alias.mark_ambiguous(st, [pn[p] for p in bad if p in pn], line)
 
 
 def _same_tree(a, c):
@@ -484,23 +517,36 @@ def _analyze(env0, start, after, carry):
     return new
 
 
-def _start_env(st, b, env0, carry, fresh_names=True):
+def _start_env(st, b, env0, carry, unshare=frozenset()):
+    """The body's entry environment: a parameter per carried leaf, one shared parameter for the
+    carried leaves that are the same array object (unless its id is in `unshare`). Returns
+    (env, params, init, slots) where slots[(name, i)] is the parameter index of carried leaf i."""
     env = _copy_env(env0)
-    params, init = [], []
+    params, init, slots, shared = [], [], {}, {}
     for name, (tdef, specs) in carry.items():
         v0 = env0[name]
         l0 = flatten(v0)[0] if v0 is not UNSET else [UNSET] * len(specs)
         leaves = []
-        for leaf, sp in zip(l0, specs):
+        for i, (leaf, sp) in enumerate(zip(l0, specs)):
             if sp is None:
                 leaves.append(leaf)
+                continue
+            share = alias.is_mutable_leaf(leaf) and id(leaf) not in unshare
+            hit = shared.get(id(leaf)) if share else None
+            if hit is not None and hit[0] is leaf and hit[1].type == sp:
+                slots[(name, i)] = hit[2]
+                leaves.append(hit[1])
                 continue
             p = b.fresh(_name_hint(name), sp)
             params.append(p)
             init.append(leaf)
-            leaves.append(Traced(p))
+            t = Traced(p)
+            slots[(name, i)] = len(params) - 1
+            if share:
+                shared[id(leaf)] = (leaf, t, len(params) - 1)
+            leaves.append(t)
         env[name] = unflatten(tdef, leaves)
-    return env, params, init
+    return env, params, init, slots
 
 
 def _run_body(st, s, it, bb, env, idx):
@@ -522,7 +568,7 @@ def _ir_loop(st, s, it, cond0, require_traced=False):
     for attempt in range(8):
         sup = NameSupply(st.b.supply.used)
         tb = Builder(sup, st.b.loc)
-        env, params, _ = _start_env(st, tb, env0, carry)
+        env, params, _, _ = _start_env(st, tb, env0, carry)
         idx = tb.fresh("i", I64)
         start = _copy_env(env)
         after, _ = _run_body(st, s, it, tb, env, idx)
@@ -540,25 +586,36 @@ def _ir_loop(st, s, it, cond0, require_traced=False):
     if require_traced and not any(isinstance(leaf, Traced) for name in carry if env0[name] is not UNSET
                                   for leaf in flatten(env0[name])[0]):
         raise NeedUnroll("the loop carries no traced values")
-    # final staging
-    bb = st.b.sub()
-    env, params, init = _start_env(st, bb, env0, carry)
-    idx = bb.fresh("i", I64) if it is not None else None
-    after, cond = _run_body(st, s, it, bb, env, idx)
-    results = []
+    # final staging (again without sharing a parameter between aliased leaves that the body separates)
+    unshare: set = set()
+    for _ in range(2):
+        bb = st.b.sub()
+        env, params, init, slots = _start_env(st, bb, env0, carry, unshare)
+        idx = bb.fresh("i", I64) if it is not None else None
+        start_pos = alias.positions(env)
+        mark = len(st.updated)
+        after, cond = _run_body(st, s, it, bb, env, idx)
+        split = _loop_aliasing(st, s, env0, start_pos, after, init, slots,
+                               {id(o) for o in st.updated[mark:]})
+        if not split:
+            break
+        unshare |= split
+    else:
+        raise StagingError("internal: loop aliasing does not stabilise")
+    results = [None] * len(params)
     for name, (tdef, specs) in carry.items():
         la, ta = flatten(after[name])
         if ta != tdef:
             raise StagingError(f"internal: structure of '{name}' changed between loop stagings")
-        for leaf, sp in zip(la, specs):
-            if sp is None:
+        for i, (leaf, sp) in enumerate(zip(la, specs)):
+            if sp is None or results[slots[(name, i)]] is not None:
                 continue
             if leaf is UNSET:
-                results.append(_zero_atom(bb, sp))
+                results[slots[(name, i)]] = _zero_atom(bb, sp)
                 continue
             if leaf_type(leaf).shape != sp.shape:
                 raise ShapeError(f"the shape of '{name}' changes in the loop body")
-            results.append(to_atom(bb, leaf, sp.dtype))
+            results[slots[(name, i)]] = to_atom(bb, leaf, sp.dtype)
     pinit = []
     ptypes = [p.type for p in params]
     for leaf, t in zip(init, ptypes):
@@ -572,20 +629,29 @@ def _ir_loop(st, s, it, cond0, require_traced=False):
         outs = st.b.while_loop([cp] + params, [cond0.atom] + pinit, cp,
                                Body(tuple(bb.stmts), (cres,) + tuple(results)))
         outs = outs[1:]
-    # rebind
-    k = 0
+    # rebind (one Traced per loop result: leaves sharing a parameter stay one array)
     new_env = dict(env0)
+    out_vals: dict = {}
     for name, (tdef, specs) in carry.items():
         v0 = env0[name]
         l0 = flatten(v0)[0] if v0 is not UNSET else [UNSET] * len(specs)
         leaves = []
-        for leaf, sp in zip(l0, specs):
+        for i, (leaf, sp) in enumerate(zip(l0, specs)):
             if sp is None:
                 leaves.append(leaf)
             else:
-                leaves.append(Traced(outs[k]))
-                k += 1
+                j = slots[(name, i)]
+                leaves.append(out_vals.setdefault(j, Traced(outs[j])))
         new_env[name] = unflatten(tdef, leaves)
+    gS = alias.groups(alias.positions(env0))
+    gE = alias.groups({p: o for p, o in alias.positions(after).items() if p[0] in env0})
+    pn = alias.positions(new_env)
+    bad = set()
+    for p in pn:
+        a, c = gS.get(p, frozenset((p,))), gE.get(p, frozenset((p,)))
+        if a != c:
+            bad |= a | c
+    alias.mark_ambiguous(st, [pn[p] for p in bad if p in pn], s.lineno)
     for name in after:
         if name not in env0:
             new_env[name] = Poisoned(name, f"'{name}' is assigned inside the loop at line {s.lineno}, which is staged "
@@ -594,6 +660,32 @@ def _ir_loop(st, s, it, cond0, require_traced=False):
     env0.clear()
     env0.update(new_env)
     st.frame.vars = env0
+
+
+def _loop_aliasing(st, s, env0, start_pos, after, init, slots, updated):
+    """Check that the body's staging respects aliasing (Note [argument-mutation]). Returns the ids
+    of initial arrays whose shared parameter must be split (the body separates their aliases
+    without updating them in place); raises `NeedUnroll` where an in-place update would need the
+    aliasing to differ between iterations."""
+    gS = alias.groups(alias.positions(env0))
+    gB = alias.groups(start_pos)
+    pE = {p: o for p, o in alias.positions(after).items() if p[0] in env0}
+    gE = alias.groups(pE)
+    for p, o in start_pos.items():
+        if id(o) in updated and (gB[p] != gS.get(p) or gE.get(p) != gB[p]):
+            raise NeedUnroll(f"'{p[0]}' is updated in place in the loop body while it is, in some iterations "
+                             "only, the same array as another variable")
+    split = set()
+    owner: dict = {}
+    leaves = {}
+    for (name, i), j in slots.items():
+        if name not in leaves:
+            leaves[name] = flatten(after[name])[0] if name in after else []
+        o = leaves[name][i] if i < len(leaves[name]) else None
+        prev = owner.setdefault(j, (o,))
+        if prev[0] is not o:
+            split.add(id(init[j]))
+    return split
 
 
 def _zero_atom(b, t):

@@ -93,6 +93,11 @@ class Interp(Assignments):
         self.loc = src.loc(src.node) if src is not None else None
         self.traced_depth = 0
         self.inline_depth = 0
+        self.callers = []  # frames of the callers of the inlined closures being staged
+        self.regions = []  # (frame, len(callers)) at the entry of each traced if/loop being staged
+        self.ambiguous = {}  # id -> (array object, line): aliasing decided at run time (alias.mark_ambiguous)
+        self.updated = []  # array objects updated in place so far (alias.replace), read by IR loops
+        self.hidden = ()  # names of the frame variables that follow the argument arrays (alias.hidden_name)
 
     # -- plumbing -------------------------------------------------------------
     @contextmanager
@@ -110,10 +115,12 @@ class Interp(Assignments):
     @contextmanager
     def traced_region(self):
         self.traced_depth += 1
+        self.regions.append((self.frame, len(self.callers)))
         try:
             yield
         finally:
             self.traced_depth -= 1
+            self.regions.pop()
 
     def run(self, stmts):
         r = self.exec_block(stmts)
@@ -169,9 +176,13 @@ class Interp(Assignments):
 
     def s_Return(self, s):
         v = None if s.value is None else self.eval(s.value)
-        if self.info is not None and self.frame is self.top_frame and self.info.first_return is _MISSING_RET:
+        top = self.frame is self.top_frame
+        # the argument arrays as they are at this return (calls.stage_func splits the pair)
+        hid = tuple(self.frame.vars[h] for h in self.hidden) if self.hidden and top else None
+        if self.info is not None and top and self.info.first_return is _MISSING_RET:
             self.info.first_return = v
-        return ("return", v)
+            self.info.first_hidden = hid
+        return ("return", v if hid is None else (v, hid))
 
     def s_If(self, s):
         return control.stage_if(self, s)
@@ -325,7 +336,8 @@ class Interp(Assignments):
         if isinstance(a, Traced) or isinstance(b, Traced):
             if opname is None:
                 raise UnsupportedSyntaxError("shift operators on traced values are not supported")
-            return ops.binary(self, opname, a, b)
+            r = ops.binary(self, opname, a, b)
+            return Traced(r.atom) if r is a or r is b else r  # `a ** 1` is a new array (see alias)
         return pyop(a, b)
 
     def e_UnaryOp(self, e):
@@ -339,7 +351,7 @@ class Interp(Assignments):
         if optype is ast.USub:
             return ops.emit(self, "neg", v.atom)
         if optype is ast.UAdd:
-            return v
+            return Traced(v.atom)  # +a is a new array in NumPy (see alias)
         if v.type.dtype == "bool":
             return ops.emit(self, "not", v.atom)
         raise UnsupportedSyntaxError("'~' on a non-boolean traced value is not supported")
@@ -472,7 +484,8 @@ class Interp(Assignments):
 
     def _comprehension(self, e, elt, kind):
         out = []
-        saved = dict(self.frame.vars)
+        targets = {n.id for g in e.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        saved = {k: v for k, v in self.frame.vars.items() if k in targets}
 
         def go(gens):
             if not gens:
@@ -502,10 +515,11 @@ class Interp(Assignments):
         try:
             go(e.generators)
         finally:
+            # the loop variables are local to the comprehension; in-place updates made by
+            # calls inside it stay visible, as in Python
             cur = self.frame.vars
-            for k in list(cur):
-                if k not in saved:
-                    del cur[k]
+            for k in targets:
+                cur.pop(k, None)
             cur.update(saved)
         return dict(out) if kind is dict else out
 
