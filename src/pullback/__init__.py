@@ -17,6 +17,7 @@ from .api import (
     value_and_grad,
     vjp,
 )
+from .checkpointing import Joint, Store
 from .errors import (
     IndexOutOfBoundsError,
     IntegerDivisionError,

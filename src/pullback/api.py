@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import transforms
+from . import checkpointing, transforms
 from .errors import PullbackError, debugging, short_repr, user_error
 from .frontend import STAGING_LOCK
 from .passes.const_args import const_args
@@ -353,36 +353,45 @@ def _prepare(fun, what, backend, argnums=None, single=False):
 
 
 @_api
-def grad(fun, argnums=0, backend: str | None = None):
-    """Gradient of a scalar-valued `fun` with respect to argument(s) `argnums`."""
+def grad(fun, argnums=0, backend: str | None = None, checkpoint="store"):
+    """Gradient of a scalar-valued `fun` with respect to argument(s) `argnums`.
+
+    `checkpoint` picks the reverse-mode strategy: "store" (the default: calls
+    of recursive functions in split mode, linear time) or `pb.Joint()`
+    (re-execute callees: least memory). See `pullback.checkpointing`."""
     argnums = _prepare(fun, "grad", backend, argnums)
-    return _cached(fun, ("grad", argnums, backend), lambda: _Transformed(
-        lambda ctx, a: transforms.grad(ctx, fun, a, argnums), fun, backend, _name(fun, "grad")))
+    cp = checkpointing.parse(checkpoint, "grad")
+    return _cached(fun, ("grad", argnums, backend, cp), lambda: _Transformed(
+        lambda ctx, a: transforms.grad(ctx, fun, a, argnums, checkpoint=cp), fun, backend, _name(fun, "grad")))
 
 
 @_api
-def value_and_grad(fun, argnums=0, backend: str | None = None):
+def value_and_grad(fun, argnums=0, backend: str | None = None, checkpoint="store"):
     """`(fun(*args), grad(fun)(*args))` in one pass."""
     argnums = _prepare(fun, "value_and_grad", backend, argnums)
-    return _cached(fun, ("value_and_grad", argnums, backend), lambda: _Transformed(
-        lambda ctx, a: transforms.grad(ctx, fun, a, argnums, with_value=True), fun, backend,
+    cp = checkpointing.parse(checkpoint, "value_and_grad")
+    return _cached(fun, ("value_and_grad", argnums, backend, cp), lambda: _Transformed(
+        lambda ctx, a: transforms.grad(ctx, fun, a, argnums, with_value=True, checkpoint=cp), fun, backend,
         _name(fun, "value_and_grad")))
 
 
 @_api
-def jacobian(fun, argnums=0, mode: str = "rev", backend: str | None = None):
-    """Jacobian of `fun` w.r.t. one argument, shape `out.shape + x.shape`."""
+def jacobian(fun, argnums=0, mode: str = "rev", backend: str | None = None, checkpoint="store"):
+    """Jacobian of `fun` w.r.t. one argument, shape `out.shape + x.shape`.
+    `checkpoint` applies to mode="rev" (see `grad`)."""
     argnums = _prepare(fun, "jacobian", backend, argnums, single=True)
     if mode not in ("rev", "fwd"):
         raise PullbackError(f"jacobian mode must be 'rev' or 'fwd', got {short_repr(mode)}",
                             hint="mode='rev' (one vjp per output element) or mode='fwd' (one jvp per input element)")
-    return _cached(fun, ("jacobian", argnums, mode, backend), lambda: _Transformed(
-        lambda ctx, a: transforms.jacobian(ctx, fun, a, argnums, mode), fun, backend, _name(fun, "jacobian")))
+    cp = checkpointing.parse(checkpoint, "jacobian")
+    return _cached(fun, ("jacobian", argnums, mode, backend, cp), lambda: _Transformed(
+        lambda ctx, a: transforms.jacobian(ctx, fun, a, argnums, mode, checkpoint=cp), fun, backend,
+        _name(fun, "jacobian")))
 
 
-def jacrev(fun, argnums=0, backend=None):
+def jacrev(fun, argnums=0, backend=None, checkpoint="store"):
     """`jacobian(fun, argnums, mode="rev")`."""
-    return jacobian(fun, argnums, "rev", backend)
+    return jacobian(fun, argnums, "rev", backend, checkpoint)
 
 
 def jacfwd(fun, argnums=0, backend=None):
@@ -391,10 +400,11 @@ def jacfwd(fun, argnums=0, backend=None):
 
 
 @_api
-def hessian(fun, argnums=0, backend: str | None = None):
-    """Hessian by forward-over-reverse: `jacobian(grad(fun), mode="fwd")`."""
+def hessian(fun, argnums=0, backend: str | None = None, checkpoint="store"):
+    """Hessian by forward-over-reverse: `jacobian(grad(fun), mode="fwd")`;
+    `checkpoint` is the inner gradient's strategy."""
     argnums = _prepare(fun, "hessian", backend, argnums, single=True)
-    return jacobian(grad(fun, argnums, backend), argnums, "fwd", backend)
+    return jacobian(grad(fun, argnums, backend, checkpoint), argnums, "fwd", backend)
 
 
 def _tuple_arg(v, what, name):
@@ -428,12 +438,13 @@ class _JvpOp:
 class _VjpOp:
     """`pb.vjp(f, *primals) -> (out, vjp_fn)`; `vjp_fn(ct)` returns one cotangent per primal."""
 
-    def __call__(self, fun, *primals, backend: str | None = None):
+    def __call__(self, fun, *primals, backend: str | None = None, checkpoint="store"):
         try:
             _prepare(fun, "vjp", backend)
+            cp = checkpointing.parse(checkpoint, "vjp")
             out = _cached(fun, ("jit", backend), lambda: jit(fun, backend=backend))._call(primals, {})
-            t = _cached(fun, ("vjp", backend), lambda: _Transformed(
-                lambda ctx, a: _apply_vjp(ctx, fun, a[0], a[1]), fun, backend, _name(fun, "vjp")))
+            t = _cached(fun, ("vjp", backend, cp), lambda: _Transformed(
+                lambda ctx, a: _apply_vjp(ctx, fun, a[0], a[1], cp), fun, backend, _name(fun, "vjp")))
         except Exception as e:
             if debugging() and not isinstance(e, PullbackError):
                 raise
@@ -447,11 +458,12 @@ class _VjpOp:
 
     def __pullback_stage__(self, ctx, args, kwargs):
         fun, *primals = args
-        return transforms.vjp(ctx, fun, primals)
+        cp = checkpointing.parse(kwargs.get("checkpoint"), "vjp")
+        return transforms.vjp(ctx, fun, primals, cp)
 
 
-def _apply_vjp(ctx, fun, primals, ct):
-    _, vfn = transforms.vjp(ctx, fun, primals)
+def _apply_vjp(ctx, fun, primals, ct, cp=None):
+    _, vfn = transforms.vjp(ctx, fun, primals, cp)
     return vfn.__pullback_stage__(ctx, (ct,), {})
 
 
@@ -460,7 +472,7 @@ vjp = _VjpOp()
 
 
 @_api
-def derivative_source(fun, *args, mode: str = "rev", argnums=None) -> str:
+def derivative_source(fun, *args, mode: str = "rev", argnums=None, checkpoint="store") -> str:
     """The readable Python source of `fun`'s derivative for these arguments.
 
     mode="rev" shows the vjp (forward sweep, then the return sweep with
@@ -477,8 +489,9 @@ def derivative_source(fun, *args, mode: str = "rev", argnums=None) -> str:
     if mode not in ("rev", "fwd"):
         raise PullbackError(f"mode must be 'rev' or 'fwd', got {short_repr(mode)}",
                             hint="mode='rev' shows the vjp, mode='fwd' the jvp")
+    cp = checkpointing.parse(checkpoint, "derivative_source")
     st = stage(fun, args)
-    prog, name = (vjp_prog if mode == "rev" else jvp_prog)(st.prog)
+    prog, name = vjp_prog(st.prog, checkpoint=cp) if mode == "rev" else jvp_prog(st.prog)
     prog = prune_prog(prog.with_funcs(prog.funcs, entry=name))
     return emit_prog(prog)
 
@@ -486,7 +499,8 @@ def derivative_source(fun, *args, mode: str = "rev", argnums=None) -> str:
 @dataclass
 class MemoryReport:
     """What the return sweep held: `peak_bytes` is the peak of bytes in stores
-    (saved loop values and undo logs) during one gradient evaluation."""
+    (saved loop values, undo logs, and the residuals split-mode calls keep)
+    during one gradient evaluation."""
 
     peak_bytes: int
     final_bytes: int
@@ -496,24 +510,26 @@ class MemoryReport:
 
 
 @_api
-def memory_report(fun, *args) -> MemoryReport:
+def memory_report(fun, *args, checkpoint="store") -> MemoryReport:
     """Run `fun`'s reverse pass (a vjp with an all-ones cotangent) on the
-    reference interpreter and report the bytes its stores held."""
+    reference interpreter under the `checkpoint` strategy and report the bytes
+    its stores held."""
     from .backends.interp import Meter, run
     from .frontend import stage
 
     _check_callable(fun, "memory_report")
-    st = stage(_Transformed(lambda ctx, a: _ones_vjp(ctx, fun, a), fun, "interp", "vjp"), args)
+    cp = checkpointing.parse(checkpoint, "memory_report")
+    st = stage(_Transformed(lambda ctx, a: _ones_vjp(ctx, fun, a, cp), fun, "interp", "vjp"), args)
     meter = Meter()
     leaves, _ = flatten(tuple(args))
     run(st.prog, *leaves, meter=meter)
     return MemoryReport(meter.peak, meter.live)
 
 
-def _ones_vjp(ctx, fun, args):
+def _ones_vjp(ctx, fun, args, cp=None):
     from .ir.core import Const
 
-    out, vfn = transforms.vjp(ctx, fun, args)
+    out, vfn = transforms.vjp(ctx, fun, args, cp)
     atoms, tree = ctx.to_atoms(out)
     ones = [ctx.builder.emit("full", Const(1.0, a.type.with_shape(())), shape=tuple(a.type.shape), name="ones")
             for a in atoms]

@@ -17,12 +17,20 @@ from .passes.jvp import jvp_prog
 from .passes.vjp import vjp_prog
 from .pytree import TreeDef
 
-def _derive(ctx, kind: str, fname: str) -> str:
+def _derive(ctx, kind: str, fname: str, checkpoint=None) -> str:
+    """The derived function (`kind` "vjp" or "jvp") of `fname`; reverse mode under the
+    `checkpoint` strategy (a `pullback.checkpointing.Strategy`, default "store")."""
+    from .checkpointing import DEFAULT
+
     memo = ctx.memo.setdefault("derived", {})
-    key = (kind, fname)
+    checkpoint = checkpoint or DEFAULT
+    key = (kind, fname, checkpoint if kind == "vjp" else None)
     if key not in memo:
         prog = Prog(tuple(ctx.funcs()), fname)
-        new, name = (vjp_prog if kind == "vjp" else jvp_prog)(prog, fname, fresh=ctx.fresh_func_name)
+        if kind == "vjp":
+            new, name = vjp_prog(prog, fname, fresh=ctx.fresh_func_name, checkpoint=checkpoint)
+        else:
+            new, name = jvp_prog(prog, fname, fresh=ctx.fresh_func_name)
         have = {f.name for f in ctx.funcs()}
         for f in new.funcs:
             if f.name not in have:
@@ -85,7 +93,7 @@ def _check_diff_args(ctx, leaves, in_tree, argnums, what, fun=None):
     return ranges
 
 
-def grad(ctx, fun, args, argnums, with_value=False, has_aux=False):
+def grad(ctx, fun, args, argnums, with_value=False, has_aux=False, checkpoint=None):
     fname, leaves, in_tree, out_tree, ret_types = stage_fn(ctx, fun, args)
     single = isinstance(argnums, int)
     nums = (argnums,) if single else tuple(argnums)
@@ -94,7 +102,7 @@ def grad(ctx, fun, args, argnums, with_value=False, has_aux=False):
         raise PullbackError(
             f"grad needs a function that returns one float scalar; this one returns {_describe(out_tree, ret_types)}",
             loc=_where(ctx, fun), hint="reduce the output (e.g. np.sum) or use pb.jacobian / pb.vjp")
-    vname = _derive(ctx, "vjp", fname)
+    vname = _derive(ctx, "vjp", fname, checkpoint)
     one = Const(1.0, TensorType(ret_types[0].dtype))
     fl = _float_positions(leaves)
     outs = ctx.apply(vname, list(leaves) + [one], ret_types + [leaves[i].type for i in fl])
@@ -175,14 +183,14 @@ class VjpFn:
         return ctx.from_atoms(res, self.in_tree)  # a tuple, one cotangent per primal
 
 
-def vjp(ctx, fun, primals):
+def vjp(ctx, fun, primals, checkpoint=None):
     fname, leaves, in_tree, out_tree, ret_types = stage_fn(ctx, fun, tuple(primals))
     outs = ctx.apply(fname, list(leaves), ret_types)
-    vname = _derive(ctx, "vjp", fname)
+    vname = _derive(ctx, "vjp", fname, checkpoint)
     return ctx.from_atoms(list(outs), out_tree), VjpFn(vname, leaves, in_tree, out_tree, ret_types)
 
 
-def jacobian(ctx, fun, args, argnums, mode):
+def jacobian(ctx, fun, args, argnums, mode, checkpoint=None):
     """Jacobian of an array-valued function w.r.t. one array argument: shape out.shape + x.shape.
 
     Built as an IR loop over basis vectors: one vjp per output element
@@ -207,7 +215,7 @@ def jacobian(ctx, fun, args, argnums, mode):
     i = sb.fresh("i", I64)
     Jp = sb.fresh("jac", J.type)
     if mode == "rev":
-        vname = _derive(ctx, "vjp", fname)
+        vname = _derive(ctx, "vjp", fname, checkpoint)
         e = sb.index_update(sb.zeros(TensorType(yt.dtype, (nrow,))), Const(1.0, TensorType(yt.dtype)), i,
                             spec=(("d",),), mode="set", name="basis")
         e = sb.reshape(e, shape=tuple(yt.shape), name="basis")

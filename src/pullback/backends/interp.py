@@ -3,7 +3,8 @@
 Contract: `run(prog, *args, fname=None) -> list` evaluates the entry function
 (or `fname`) on leaf values and returns its results. Every other backend is
 tested against it. `Meter` tracks the bytes held in stores (saved loop state,
-undo logs) so `memory_report` can give the peak.
+undo logs) so `memory_report` can give the peak; `OpCount` counts the
+operations executed (the cheap-gradient tests).
 
 Run-time errors are located at the user's line (`checks`): an index out of
 bounds (``-n <= i < n`` is valid, negative indices wrap as in NumPy) raises
@@ -43,10 +44,26 @@ class Meter:
         self.live -= n
 
 
+class OpCount:
+    """Counts what a run executes: `work` sums the rows' cost rules (arithmetic
+    operations, elements written), `stmts` the statements. The cheap-gradient
+    tests compare these between a function and its derivative at two sizes."""
+
+    def __init__(self):
+        self.work = 0
+        self.stmts = 0
+
+    def prim(self, row, e, outs) -> None:
+        self.stmts += 1
+        if row.cost is not None:
+            self.work += int(row.cost([a.type for a in e.args], [v.type for v in outs], **dict(e.params)))
+
+
 class Interpreter:
-    def __init__(self, prog):
+    def __init__(self, prog, ops: OpCount | None = None):
         self.prog = prog
         self.funcs = {f.name: f for f in prog.funcs}
+        self.ops = ops
 
     def call(self, fname, args):
         f = self.funcs[fname]
@@ -64,6 +81,11 @@ class Interpreter:
     def body(self, body, env):
         for st in body.stmts:
             e = st.exp
+            if self.ops is not None:
+                if isinstance(e, Prim):
+                    self.ops.prim(TABLE.get(e.op), e, st.pat)
+                else:
+                    self.ops.stmts += 1
             try:
                 vals = self.exp(e, env, len(st.pat))
             except (IndexError, ZeroDivisionError) as err:
@@ -110,9 +132,10 @@ class Interpreter:
         raise TypeError(f"unknown expression {type(e).__name__}")
 
 
-def run(prog, *args, fname=None, meter: Meter | None = None) -> list:
+def run(prog, *args, fname=None, meter: Meter | None = None, ops: OpCount | None = None) -> list:
+    """`meter` counts store bytes, `ops` the operations executed."""
     try:
         with _stores.metering(meter), deep_recursion():
-            return Interpreter(prog).call(fname or prog.entry, list(args))
+            return Interpreter(prog, ops).call(fname or prog.entry, list(args))
     except RecursionError as err:
         raise checks.recursion_error(getattr(err, "pullback_loc", None)) from None
