@@ -65,20 +65,20 @@ def node(i, left, right, label, X, p):
     if left[i] < 0:                                    # leaf: input = embedding, children = 0
         z = p["W"] @ X[i] + p["b"]
         c = sigmoid(z[:H]) * np.tanh(z[4 * H:])
-        return head(0.0, z, c, label[i], p)
+        return head(0.0, z, c, label[i], p["V"], p["v"])
     loss_l, h_l, c_l = node(left[i], left, right, label, X, p)
     loss_r, h_r, c_r = node(right[i], left, right, label, X, p)
     z = p["U"] @ np.concatenate((h_l, h_r)) + p["b"]   # internal: input = 0
     g = sigmoid(z[:3 * H])
     c = g[:H] * np.tanh(z[4 * H:]) + g[H:2 * H] * c_l + g[2 * H:] * c_r
-    return head(loss_l + loss_r, z, c, label[i], p)
+    return head(loss_l + loss_r, z, c, label[i], p["V"], p["v"])
 
 
-def head(loss_children, z, c, y, p):
+def head(loss_children, z, c, y, V, v):
     """Output gate, hidden state and this node's softmax cross-entropy."""
-    H = p["V"].shape[1]
+    H = V.shape[1]
     h = sigmoid(z[3 * H:4 * H]) * np.tanh(c)
-    logits = p["V"] @ h + p["v"]
+    logits = V @ h + v
     m = np.max(logits)
     lse = m + np.log(np.sum(np.exp(logits - m)))
     return loss_children + (lse - logits[y]), h, c
