@@ -175,3 +175,47 @@ def test_numba_agrees_with_interp(m):
     elif isinstance(out, np.ndarray) and len(argnums) == 1:
         _close(pb.jacobian(f, argnums=argnums[0], backend="numba")(*dyn),
                pb.jacobian(f, argnums=argnums[0], backend="interp")(*dyn), rtol, atol)
+
+
+# every call strategy on the recursive programs (note [split-calls]): the
+# default "store" (split mode) is checked above against finite differences;
+# Joint() must give the same derivatives, first and second order
+RECURSIVE = [m for m in PROGRAMS if "recursion" in getattr(m, "TAGS", ())]
+STRATEGIES = {"store": "store", "joint": pb.Joint()}
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("m", RECURSIVE, ids=[m.__name__.split(".")[-1] for m in RECURSIVE])
+def test_call_strategies(m, backend, strategy):
+    cp = STRATEGIES[strategy]
+    static = tuple(getattr(m, "STATIC_ARGNUMS", ()))
+    f, args = bind_static(m.f, m.args(), static)
+    argnums = tuple(i - sum(1 for s in static if s < i) for i in m.ARGNUMS)
+    rtol, atol = max(_tols(m)[0], 1e-9), max(_tols(m)[1], 1e-12)
+    out, vjp_fn = pb.vjp(f, *args, backend=backend, checkpoint=cp)
+    ref_out, ref_fn = pb.vjp(f, *args, backend="interp", checkpoint=pb.Joint())
+    _close(out, ref_out, rtol, atol)
+    leaves, tree = flatten(out)
+    from pullback.pytree import unflatten
+
+    ct = unflatten(tree, [np.ones_like(np.asarray(x, dtype=float)) if np.asarray(x).dtype.kind == "f"
+                          else np.zeros_like(np.asarray(x, dtype=float)) for x in leaves])
+    got, want = vjp_fn(ct), ref_fn(ct)
+    _close([got[i] for i in argnums], [want[i] for i in argnums], rtol, atol)
+    n = argnums[0]
+    if (getattr(m, "ORDER", 1) == 2 and backend == "interp" and isinstance(args[n], (float, np.ndarray))
+            and np.size(args[n]) <= 32):
+        _close(pb.hessian(f, argnums=n, backend=backend, checkpoint=cp)(*args),
+               pb.hessian(f, argnums=n, backend="interp", checkpoint=pb.Joint())(*args), 1e-7, 1e-9)
+
+        def g(*a):
+            return pb.grad(f, argnums=n, checkpoint=cp)(*a)
+
+        # reverse over reverse: the gradient of one component of the gradient
+        def g0(*a):
+            return np.sum(g(*a))
+
+        _close(pb.grad(g0, argnums=n, backend=backend, checkpoint=cp)(*args),
+               pb.hessian(f, argnums=n, backend="interp")(*args).sum(axis=tuple(range(np.ndim(args[n])))),
+               1e-6, 1e-8)

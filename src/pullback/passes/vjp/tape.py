@@ -1,8 +1,8 @@
 """The tape of split mode: residual stores threaded through derivative code.
 
 Contract: a `SplitPlan` says which functions are reversed in split mode (the
-recursive ones reachable from the entry, unless the strategy is `Joint`, and
-always those that take or pass stores), which
+recursive ones reachable from the entry and the functions that call them,
+unless the strategy is `Joint`, and always those that take or pass stores), which
 residual types the program's tape has, and which parameters each `f_bwd` takes
 again from its caller. A `Tape` holds, for each residual type (in the plan's
 order), the current store variable; `push`/`pop_into` emit a push or pop and
@@ -25,7 +25,7 @@ class SplitPlan:
     def __init__(self, prog, entry: str, strategy):
         self.split: set[str] = store_passing_funcs(prog, entry)
         if strategy.split_calls:
-            self.split |= recursive_funcs(prog, entry)
+            self.split |= callers_of_recursion(prog, entry)
         self.types: list = []           # residual element types, in tape order
         self.needed: dict = {}          # fname -> sorted tuple of param indices f_bwd takes
         self.grew = False               # `needed` grew during this build
@@ -52,6 +52,14 @@ def recursive_funcs(prog, entry: str) -> set[str]:
         if f in reachable_funcs(prog, graph.get(f, ())):
             out.add(f)
     return out
+
+
+def callers_of_recursion(prog, entry: str) -> set[str]:
+    """Functions reachable from `entry` that can reach a recursive function
+    (themselves included): reversing them in split mode means no call on a path
+    to a recursion is ever executed twice."""
+    rec = recursive_funcs(prog, entry)
+    return {f for f in reachable_funcs(prog, [entry]) if reachable_funcs(prog, [f]) & rec}
 
 
 def store_passing_funcs(prog, entry: str) -> set[str]:
