@@ -442,7 +442,7 @@ def stage_func(state, fn, names, vals, key, runner=None, loc=None, force_atoms=F
                     else:
                         new.append(leaf)
                 pvals.append(unflatten(tree, new))
-            pleaves, _ = flatten(tuple(pvals))
+            pleaves, ptree = flatten(tuple(pvals))
             hidden = [alias.hidden_name(j) for j in range(len(info.slots))]
             if runner is None:
                 frame = Frame(dict(zip(names, pvals)), fn.__globals__, _cells(fn))
@@ -461,6 +461,8 @@ def stage_func(state, fn, names, vals, key, runner=None, loc=None, force_atoms=F
                 b.loc = loc
                 ret = runner(st, pvals)
                 finals = ()
+            if runner is None:
+                _check_containers(fn, pvals, pleaves, ptree, finals, info.slots)
             leaves, out_tree = flatten(ret)
             mutated = [j for j, k in enumerate(info.slots) if finals[j] is not pleaves[k]]
             ret_alias = _ret_alias(leaves, finals, info.slots)
@@ -517,6 +519,26 @@ def stage_func(state, fn, names, vals, key, runner=None, loc=None, force_atoms=F
     finally:
         state.in_progress.pop(key, None)
         deep.__exit__(None, None, None)
+
+
+def _check_containers(fn, pvals, pleaves, ptree, finals, slots):
+    """A list or dict argument whose elements the function replaced, added or removed: the caller
+    would not see that, so it is an error (in-place updates of the arrays in it are fine)."""
+    if not any(isinstance(v, (list, dict)) or isinstance(v, tuple) and _has_container(v) for v in pvals):
+        return
+    now, tree = flatten(tuple(pvals))
+    final_of = {k: finals[j] for j, k in enumerate(slots)}
+    same = tree == ptree and all(x is pleaves[k] or x is final_of.get(k, pleaves[k])
+                                            for k, x in enumerate(now))
+    if not same:
+        raise StagingError(f"'{_func_hint(fn)}' replaces, adds or removes elements of a list or dict argument; "
+                           "the caller would not see that change",
+                           hint="return the new list/dict and assign it in the caller (lst = f(lst, x)), "
+                                "or build a new one inside the function")
+
+
+def _has_container(v):
+    return any(isinstance(x, (list, dict)) or isinstance(x, tuple) and _has_container(x) for x in v)
 
 
 def _without_hidden(state, entry, func) -> FuncEntry:
