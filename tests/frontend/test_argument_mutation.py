@@ -330,3 +330,68 @@ def test_numba():
     pytest.importorskip("numba")
     _agree(g_rec, 0.5, np.int64(3), backend="numba")
     assert pb.grad(g_put, backend="numba")(0.5) == pytest.approx(2.0)
+
+
+# -- more aliasing cases -----------------------------------------------------------------------
+
+def g_alias_changes_in_loop(x):
+    a = np.zeros(3)
+    b = np.ones(3)
+    s = 0.0
+    for i in range(3):  # b is a from the second iteration on: unrolled
+        a[i] = x
+        s += b[i]
+        b = a
+    return s
+
+
+def g_alias_changes_in_traced_loop(x, n):
+    a = np.zeros(3)
+    b = np.ones(3)
+    s = 0.0
+    for i in range(n):
+        a[i] = x
+        s += b[i]
+        b = a
+    return s
+
+
+def set_second(c):
+    c[1] = 100.0
+
+
+C = np.arange(3.0)
+
+
+def g_native_update_in_branch(x):
+    c = C.copy()
+    if x > 0:
+        set_second(c)  # concrete arguments only: runs in Python, on a copy
+    else:
+        c.fill(2.0)
+    return np.sum(c) * x
+
+
+def g_jacobi(x, n):
+    u = np.zeros(5) + x
+    un = u.copy()
+    for _ in range(n):
+        un = u.copy()
+        un[1:-1] = 0.5 * (u[:-2] + u[2:]) + x
+        u = un
+    return np.sum(u * un)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_loops_and_branches(backend):
+    _agree(g_alias_changes_in_loop, 0.5, backend=backend)
+    for x in (0.5, -0.5):
+        _agree(g_native_update_in_branch, x, backend=backend)
+    _agree(g_jacobi, 0.5, np.int64(3), backend=backend)
+    np.testing.assert_array_equal(C, np.arange(3.0))
+
+
+def test_alias_changing_in_traced_loop_is_an_error():
+    with pytest.raises(pb.PullbackError) as e:
+        pb.jit(g_alias_changes_in_traced_loop, backend="interp")(0.5, np.int64(3))
+    assert "test_argument_mutation.py" in str(e.value) and "b = a.copy()" in str(e.value)

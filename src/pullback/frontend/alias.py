@@ -24,8 +24,9 @@ import types
 
 import numpy as np
 
-from ..errors import StagingError
-from .values import Poisoned, Traced
+from ..errors import PullbackError, StagingError
+from ..pytree import flatten
+from .values import NeedUnroll, Poisoned, Traced
 
 HIDDEN_PREFIX = "__pb_arg"
 
@@ -166,15 +167,13 @@ def _subst(v, old, new, seen, dry=False, depth=0):
 
 def positions(env) -> dict:
     """{(name, leaf index): array object} for the array leaves of the variables in `env`."""
-    from ..pytree import flatten
-
     out = {}
     for name, v in env.items():
         if isinstance(v, Poisoned) or not isinstance(v, (Traced, np.ndarray, list, tuple, dict)):
             continue
         try:
             leaves, _ = flatten(v)
-        except Exception:
+        except PullbackError:  # a cycle, or too deep: not arguments of IR code either
             continue
         for i, x in enumerate(leaves):
             if is_mutable_leaf(x):
@@ -209,5 +208,59 @@ def check_ambiguous(st, old):
             "or " + _HINT)
 
 
-__all__ = ["replace", "hidden_name", "is_mutable_leaf", "alias_pattern", "HIDDEN_PREFIX", "positions",
-           "groups", "mark_ambiguous", "check_ambiguous"]
+def after_if(st, e1, e2, new, line):
+    """Arrays that are the same object after one branch but not after the other become ambiguous
+    (an in-place update of one of them is then an error, see `mark_ambiguous`)."""
+    g1, g2 = groups(positions(e1)), groups(positions(e2))
+    pn = positions(new)
+    bad = set()
+    for p in pn:
+        a, c = g1.get(p, frozenset((p,))), g2.get(p, frozenset((p,)))
+        if a != c:
+            bad |= a | c
+    mark_ambiguous(st, [pn[p] for p in bad if p in pn], line)
+
+
+def loop_body(env0, start_pos, after, init, slots, updated):
+    """Check that the body's staging respects aliasing (Note [argument-mutation]). Returns the ids
+    of initial arrays whose shared parameter must be split (the body separates their aliases
+    without updating them in place); raises `NeedUnroll` where an in-place update would need the
+    aliasing to differ between iterations."""
+    gS = groups(positions(env0))
+    gB = groups(start_pos)
+    pE = {p: o for p, o in positions(after).items() if p[0] in env0}
+    gE = groups(pE)
+    for p, o in start_pos.items():
+        if id(o) in updated and (gB[p] != gS.get(p) or gE.get(p) != gB[p]):
+            raise NeedUnroll(f"'{p[0]}' is updated in place in the loop body while it is, in some iterations "
+                             "only, the same array as another variable",
+                             hint="copy the array where the loop assigns it to another variable (b = a.copy())")
+    split = set()
+    owner: dict = {}
+    leaves = {}
+    for (name, i), j in slots.items():
+        if name not in leaves:
+            leaves[name] = flatten(after[name])[0] if name in after else []
+        o = leaves[name][i] if i < len(leaves[name]) else None
+        prev = owner.setdefault(j, (o,))
+        if prev[0] is not o:
+            split.add(id(init[j]))
+    return split
+
+
+def after_loop(st, env0, after, new_env, line):
+    """After an IR loop: arrays whose aliasing at the end of the body differs from that at entry
+    become ambiguous (it depends on whether the loop ran)."""
+    gS = groups(positions(env0))
+    gE = groups({p: o for p, o in positions(after).items() if p[0] in env0})
+    pn = positions(new_env)
+    bad = set()
+    for p in pn:
+        a, c = gS.get(p, frozenset((p,))), gE.get(p, frozenset((p,)))
+        if a != c:
+            bad |= a | c
+    mark_ambiguous(st, [pn[p] for p in bad if p in pn], line)
+
+
+__all__ = ["HIDDEN_PREFIX", "after_if", "after_loop", "alias_pattern", "check_ambiguous", "groups",
+           "hidden_name", "is_mutable_leaf", "loop_body", "mark_ambiguous", "positions", "replace"]

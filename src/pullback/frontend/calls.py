@@ -1,19 +1,17 @@
-"""Calls: NumPy/builtins dispatch, user helper functions (one IR `Func` per
-signature, recursion), inlined nested closures, `__pullback_stage__` hooks and
-the `StagingContext` those hooks receive.
+"""Calls: NumPy/builtins dispatch, user helper functions (staged as IR `Func`s by
+`funcs`), inlined nested closures, `__pullback_stage__` hooks and the
+`StagingContext` those hooks receive.
 
 Contract:
 - `call(st, fn, args, kwargs)` evaluates a call during staging. Calls without
   traced arguments run natively in Python, except NumPy creation functions
   (staged as `full`) and hooks. A user function with traced arguments becomes
-  an IR `Func` per (function, argument structure, leaf types, static values) and
-  is called with `Apply`; concrete leaves of its result stay concrete at the
-  call site.
-- A call to a function whose identical signature is being staged is IR
-  recursion: its result types come from the first `return` staged in that
-  function (or a later re-staging, until the types agree).
-- `ProgramState` holds the functions of the program under construction;
-  `stage_entry` stages the top-level function.
+  an `Apply` of its IR `Func` (`funcs.call_function`: one per signature,
+  recursion, in-place updates of its arguments seen by the caller). A NumPy
+  function that copies returns a new array object even when the IR value is
+  the same (`a.copy()`), so that in-place updates respect aliasing (`alias`).
+- Nested `def`s and lambdas are inlined (`call_closure`), in the same frames.
+- `stage_entry` stages the top-level function.
 """
 from __future__ import annotations
 
@@ -21,118 +19,20 @@ import builtins
 import functools
 import inspect
 import types
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..backends.runtime import deep_recursion
 from ..errors import PullbackError, StagingError
 from ..ir.builder import Builder
-from ..ir.core import Apply, Body, Func, Prog
-from ..ir.names import NameSupply
-from ..ir.types import TensorType
-from ..pytree import TreeDef, flatten, unflatten
+from ..ir.core import Func
+from ..pytree import flatten, unflatten
 from . import alias, control
+from .funcs import FuncEntry, ProgramState, _bind, call_function, signature_of, stage_func
 from .numpy_api import ALWAYS_STAGED, METHODS, BoundMethod, describe, lookup
-from .source import function_ast
-from .staging import _MISSING_RET, Frame, Interp, StagedClosure
+from .staging import Frame, Interp, StagedClosure
 from .values import Traced, leaf_type, to_atom
 
 MAX_INLINE_DEPTH = 200
-
-
-# -- program state ---------------------------------------------------------------------
-
-@dataclass
-class FuncEntry:
-    name: str
-    out_tree: TreeDef
-    template: list  # result leaves, then hidden ones: None = next traced result, else the concrete value
-    ret_types: tuple
-    hidden: tuple = ()  # argument leaves updated in place (indices into the flattened arguments),
-    #                     whose final values are the last len(hidden) leaves of `template`
-    ret_alias: dict = field(default_factory=dict)  # result leaf -> argument leaf it is (the same array)
-    ambiguous: tuple = ()  # argument leaves whose aliasing with the results is only known at run time
-
-
-@dataclass
-class InProgress:
-    name: str
-    first_return: object = _MISSING_RET
-    first_hidden: tuple | None = None  # the argument arrays at that first return
-    recursive: bool = False
-    template: tuple | None = None  # (treedef, [TensorType]) used by recursive calls
-    slots: list = field(default_factory=list)  # argument leaves tracked for in-place updates
-    slot_types: list = field(default_factory=list)
-    assumed: tuple = ()  # slots that recursive calls treat as updated in place (hidden results)
-    ret_alias: dict | None = None  # result leaf -> argument leaf, assumed by recursive calls
-
-
-@dataclass
-class ProgramState:
-    funcs: dict = field(default_factory=dict)  # name -> Func (completed)
-    extra: list = field(default_factory=list)  # names added with add_func
-    cache: dict = field(default_factory=dict)  # key -> FuncEntry
-    in_progress: dict = field(default_factory=dict)  # key -> InProgress
-    names: NameSupply = field(default_factory=NameSupply)
-    memo: dict = field(default_factory=dict)  # for hooks: e.g. derived functions made so far
-
-    def add(self, func: Func, extra=False):
-        self.names.reserve(func.name)
-        self.funcs[func.name] = func
-        if extra:
-            self.extra.append(func.name)
-
-    def program(self, entry: str) -> Prog:
-        keep, todo = [], [entry] + list(self.extra)
-        seen = set()
-        while todo:
-            n = todo.pop(0)
-            if n in seen or n not in self.funcs:
-                continue
-            seen.add(n)
-            keep.append(self.funcs[n])
-            todo.extend(_called(self.funcs[n].body))
-        return Prog(tuple(keep), entry)
-
-
-def _called(obj, out=None):
-    """Names of functions applied anywhere inside `obj` (walks dataclass fields generically)."""
-    out = [] if out is None else out
-    if isinstance(obj, Apply):
-        out.append(obj.func)
-    if isinstance(obj, (tuple, list)):
-        for x in obj:
-            _called(x, out)
-    elif hasattr(obj, "__dataclass_fields__"):
-        for f in obj.__dataclass_fields__:
-            if f in ("loc", "type"):
-                continue
-            v = getattr(obj, f)
-            if isinstance(v, (tuple, list)) or hasattr(v, "__dataclass_fields__"):
-                _called(v, out)
-    return out
-
-
-# -- keys --------------------------------------------------------------------------------
-
-def _static_key(v):
-    if isinstance(v, Traced):
-        return ("T", v.type)
-    if isinstance(v, np.ndarray):
-        return ("A", v.dtype.str, v.shape, v.tobytes())
-    if isinstance(v, (bool, int, float, complex, str, bytes, type(None), np.generic)):
-        return ("C", type(v).__name__, v)
-    try:
-        hash(v)
-        return ("H", v)
-    except TypeError:
-        return ("I", id(v))
-
-
-def signature_of(argvals) -> tuple:
-    leaves, tree = flatten(argvals)
-    return (tree, tuple(_static_key(x) for x in leaves), alias.alias_pattern(leaves))
 
 
 # -- calls --------------------------------------------------------------------------------
@@ -175,7 +75,7 @@ def call(st, fn, args, kwargs):
     if isinstance(fn, types.FunctionType) and traced:
         return call_function(st, fn, args, kwargs)
     if not traced:
-        return fn(*args, **kwargs)
+        return _native(st, fn, args, kwargs)
     if fn in (builtins.list, builtins.tuple) and args and isinstance(args[0], Traced):
         x = args[0]
         if x.ndim == 0:
@@ -199,6 +99,43 @@ def _fresh(name, result, args):
     if isinstance(result, Traced) and name not in _MAY_ALIAS and any(result is a for a in args):
         return Traced(result.atom)
     return result
+
+
+_MUTATING_METHODS = {"fill", "sort", "put", "partition", "resize", "itemset", "byteswap", "setfield"}
+_MUTATING_NP = {np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis}
+
+
+def _native(st, fn, args, kwargs):
+    """Run a call on concrete values in Python. A user function, an in-place NumPy function or
+    array method, or an `out=` argument may change concrete arrays passed to it: those run on
+    copies, and each changed array is rebound functionally (`alias.replace`), so that the change
+    stays inside the traced `if` or loop body being staged, as the frontend's other updates do."""
+    owner = getattr(fn, "__self__", None)
+    try:
+        mutating = ((isinstance(fn, types.FunctionType) and not (fn.__module__ or "").startswith("numpy"))
+                    or (isinstance(owner, np.ndarray) and getattr(fn, "__name__", "") in _MUTATING_METHODS)
+                    or fn in _MUTATING_NP or (isinstance(owner, np.ufunc) and fn.__name__ == "at")
+                    or "out" in kwargs)
+    except TypeError:  # unhashable callable
+        mutating = False
+    if not mutating:
+        return fn(*args, **kwargs)
+    copies: dict = {}
+
+    def cp(v):
+        if isinstance(v, np.ndarray):
+            return copies.setdefault(id(v), (v, v.copy()))[1]
+        return v
+
+    if isinstance(owner, np.ndarray):
+        fn = getattr(cp(owner), fn.__name__)
+    args = [cp(a) for a in args]
+    kwargs = {k: cp(v) for k, v in kwargs.items()}
+    r = fn(*args, **kwargs)
+    for orig, new in copies.values():
+        if orig.shape != new.shape or not np.array_equal(orig, new, equal_nan=orig.dtype.kind in "fc"):
+            alias.replace(st, orig, new)
+    return r
 
 
 def _zero_arg_super(st):
@@ -271,310 +208,6 @@ def _closure_signature(clo):
     if a.kwarg:
         params.append(P(a.kwarg.arg, P.VAR_KEYWORD))
     return inspect.Signature(params)
-
-
-def _bind(fn, args, kwargs):
-    try:
-        sig = inspect.signature(fn, follow_wrapped=False)
-        ba = sig.bind(*args, **kwargs)
-    except TypeError as e:
-        raise StagingError(f"{getattr(fn, '__name__', fn)}(): {e}",
-                           hint="call it with the arguments its signature declares") from None
-    except ValueError as e:  # no signature (some builtins)
-        raise StagingError(f"cannot stage '{describe(fn)}': {e}",
-                           hint="pass a function defined with def") from None
-    ba.apply_defaults()
-    names = list(ba.arguments)
-    vals = []
-    for n in names:
-        v = ba.arguments[n]
-        vals.append(tuple(v) if sig.parameters[n].kind == inspect.Parameter.VAR_POSITIONAL else v)
-    return names, vals
-
-
-def call_function(st, fn, args, kwargs):
-    """Call a user Python function with (some) traced arguments: an `Apply` of its `Func`."""
-    names, vals = _bind(fn, args, kwargs)
-    key = (fn, signature_of(tuple(vals)))
-    state = st.state
-    entry = state.cache.get(key)
-    if entry is None:
-        info = state.in_progress.get(key)
-        if info is not None:
-            return _recursive_call(st, fn, info, vals)
-        entry = stage_func(state, fn, names, vals, key, runner=None, loc=st.loc, track=True)
-    return _apply_entry(st, entry, vals)
-
-
-def _traced_atoms(vals):
-    """The call's IR arguments: one per traced array object (an array passed twice is one parameter)."""
-    leaves, _ = flatten(tuple(vals))
-    seen, out = set(), []
-    for x in leaves:
-        if isinstance(x, Traced) and id(x) not in seen:
-            seen.add(id(x))
-            out.append(x.atom)
-    return out
-
-
-def _apply_entry(st, entry, vals):
-    atoms = _traced_atoms(vals)
-    outs = st.b.apply(entry.name, atoms, entry.ret_types) if entry.ret_types else ()
-    it = iter(outs)
-    leaves = [Traced(next(it)) if t is None else t for t in entry.template]
-    n = len(leaves) - len(entry.hidden)
-    return _finish_call(st, vals, entry.out_tree, leaves[:n], entry.hidden, leaves[n:], entry.ret_alias,
-                        entry.ambiguous)
-
-
-def _finish_call(st, vals, out_tree, ret_leaves, hidden, hidden_vals, ret_alias, ambiguous=()):
-    """Make the caller see the callee's in-place updates of its arguments (Note [argument-mutation]):
-    rebind the caller's argument arrays `hidden` to their final values, and return the caller's own
-    array objects for result leaves that are argument arrays."""
-    if not (hidden or ret_alias or ambiguous):
-        return unflatten(out_tree, ret_leaves)
-    arg_leaves, _ = flatten(tuple(vals))
-    cur = list(arg_leaves)
-    for k, v in zip(hidden, hidden_vals):
-        alias.replace(st, arg_leaves[k], v)
-        cur[k] = v
-    ret_leaves = list(ret_leaves)
-    for r, k in ret_alias.items():
-        ret_leaves[r] = cur[k]
-    if ambiguous:
-        alias.mark_ambiguous(st, [cur[k] for k in ambiguous] + ret_leaves, st.loc.line if st.loc else "?")
-    return unflatten(out_tree, ret_leaves)
-
-
-def _recursive_call(st, fn, info, vals):
-    if info.template is None:
-        if info.first_return is _MISSING_RET:
-            raise StagingError(
-                f"recursive call to '{fn.__name__}' with traced data before any `return` of it was staged, "
-                "so its result type is unknown",
-                hint="put the base case (the branch that returns without recursing) first")
-        leaves, tree = flatten(info.first_return)
-        info.template = (tree, [_ret_type(x) for x in leaves])
-        if info.ret_alias is None:
-            info.ret_alias = _ret_alias(leaves, info.first_hidden, info.slots)
-    info.recursive = True
-    tree, tys = info.template
-    hid_tys = [info.slot_types[j] for j in info.assumed]
-    outs = st.b.apply(info.name, _traced_atoms(vals), tuple(tys) + tuple(hid_tys))
-    leaves = [Traced(o) for o in outs]
-    return _finish_call(st, vals, tree, leaves[:len(tys)], [info.slots[j] for j in info.assumed],
-                        leaves[len(tys):], info.ret_alias or {})
-
-
-def _ret_alias(ret_leaves, finals, slots):
-    """{result leaf: argument leaf} for the result leaves that are (traced) argument arrays."""
-    out = {}
-    if not finals:
-        return out
-    for r, x in enumerate(ret_leaves):
-        if isinstance(x, Traced):
-            for j, f in enumerate(finals):
-                if x is f:
-                    out[r] = slots[j]
-                    break
-    return out
-
-
-def _ret_type(x):
-    try:
-        return leaf_type(x)
-    except PullbackError:
-        raise StagingError(f"a recursive function returns the Python value {x!r}, which has no IR type",
-                           hint="return only numbers and arrays (or tuples/lists/dicts of them) from recursive functions") from None
-
-
-def _cells(fn):
-    code = fn.__code__
-    out = {}
-    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
-        try:
-            out[name] = cell.cell_contents
-        except ValueError:
-            pass
-    return out
-
-
-def stage_func(state, fn, names, vals, key, runner=None, loc=None, force_atoms=False, fname=None,
-               track=False) -> FuncEntry:
-    """Stage `fn` (bound to `names`=`vals`) as a complete IR `Func`; cache it under `key`.
-    `track`: return the final values of the argument arrays it updates in place as hidden
-    results (`FuncEntry.hidden`, Note [argument-mutation]); without it only a recursive
-    function has them, behind a wrapper that drops them."""
-    src = function_ast(fn) if runner is None else None
-    name = state.names.fresh(fname or _func_hint(fn))
-    info = InProgress(name)
-    arg_leaves, _ = flatten(tuple(vals))
-    if runner is None:
-        pat = alias.alias_pattern(arg_leaves)
-        info.slots = [k for k, x in enumerate(arg_leaves) if alias.is_mutable_leaf(x) and pat[k] == k]
-        info.slot_types = [leaf_type(arg_leaves[k]) for k in info.slots]
-    state.in_progress[key] = info
-    cache0, funcs0 = set(state.cache), set(state.funcs)
-    dropped: set = set()
-    deep = deep_recursion()  # shared with the runners: no thread lowers the limit under another
-    deep.__enter__()
-    try:
-        for attempt in range(6 + 2 * len(info.slots)):
-            if attempt:  # forget what was staged under the previous attempt's assumptions
-                for k in set(state.cache) - cache0:
-                    del state.cache[k]
-                for n in set(state.funcs) - funcs0:
-                    del state.funcs[n]
-                state.extra[:] = [n for n in state.extra if n in state.funcs]
-            supply = NameSupply()
-            b = Builder(supply)
-            params, pvals, made = [], [], {}
-            for pname, v in zip(names, vals):
-                leaves, tree = flatten(v)
-                new = []
-                for leaf in leaves:
-                    if isinstance(leaf, Traced):
-                        if id(leaf) not in made:  # the same array passed twice is one parameter
-                            p = b.fresh(pname, leaf.type)
-                            params.append(p)
-                            made[id(leaf)] = Traced(p)
-                        new.append(made[id(leaf)])
-                    else:
-                        new.append(leaf)
-                pvals.append(unflatten(tree, new))
-            pleaves, ptree = flatten(tuple(pvals))
-            hidden = [alias.hidden_name(j) for j in range(len(info.slots))]
-            if runner is None:
-                frame = Frame(dict(zip(names, pvals)), fn.__globals__, _cells(fn))
-                frame.vars.update({h: pleaves[k] for h, k in zip(hidden, info.slots)})
-                st = Interp(state, b, src, frame, info)
-                st.hidden = tuple(hidden)
-                ret = st.run(src.body)
-                if hidden:
-                    ret, finals = ret if ret is not None else (None, tuple(frame.vars[h] for h in hidden))
-                else:
-                    finals = ()
-            else:
-                frame = Frame(dict(zip(names, pvals)), {})
-                st = Interp(state, b, None, frame, info)
-                st.loc = loc
-                b.loc = loc
-                ret = runner(st, pvals)
-                finals = ()
-            if runner is None:
-                _check_containers(fn, pvals, pleaves, ptree, finals, info.slots)
-            leaves, out_tree = flatten(ret)
-            mutated = [j for j, k in enumerate(info.slots) if finals[j] is not pleaves[k]]
-            ret_alias = _ret_alias(leaves, finals, info.slots)
-            if info.recursive:
-                tys = [_ret_type(x) for x in leaves]
-                ttree, ttys = info.template
-                if ttree != out_tree:
-                    raise StagingError(f"the recursive function '{name}' returns values of different structure "
-                                       f"({ttree} vs {out_tree})", loc=src.loc(src.node) if src else loc)
-                joined = [t if t == u else _join_types(t, u, name, src, loc) for t, u in zip(ttys, tys)]
-                if joined != list(ttys):
-                    info.template = (ttree, joined)
-                    info.first_return = _MISSING_RET
-                    continue
-                if not set(mutated) <= set(info.assumed):
-                    info.assumed = tuple(sorted(set(info.assumed) | set(mutated)))
-                    continue
-                if ret_alias != info.ret_alias:
-                    dropped |= {r for r in (info.ret_alias or {}) if ret_alias.get(r) != info.ret_alias[r]}
-                    info.ret_alias = {r: k for r, k in ret_alias.items() if r not in dropped}
-                    continue
-                hid_js = info.assumed
-                atoms = [to_atom(b, x, t.dtype) for x, t in zip(leaves, ttys)]
-                atoms += [to_atom(b, finals[j], info.slot_types[j].dtype) for j in hid_js]
-                template = [None] * len(atoms)
-            else:
-                hid_js = tuple(mutated) if track else ()
-                atoms, template = [], []
-                for x in list(leaves) + [finals[j] for j in hid_js]:
-                    if isinstance(x, Traced) or force_atoms:
-                        if not isinstance(x, Traced):
-                            _check_returnable(x, name, src, loc)
-                        atoms.append(to_atom(b, x))
-                        template.append(None)
-                    else:
-                        template.append(x)
-            break
-        else:
-            raise StagingError(f"the result types of the recursive function '{name}' do not stabilise",
-                               loc=src.loc(src.node) if src else loc)
-        ret_types = tuple(a.type for a in atoms)
-        floc = src.loc(src.node) if src is not None else loc
-        func = Func(name, tuple(params), Body(tuple(b.stmts), tuple(atoms)), ret_types, loc=floc)
-        state.add(func)
-        # arrays whose aliasing is decided at run time inside the callee stay ambiguous in the caller
-        amb = track and any(st.ambiguous.get(id(x), (None,))[0] is x for x in list(finals) + list(leaves))
-        ambiguous = tuple(info.slots) if amb else ()
-        entry = FuncEntry(name, out_tree, template, ret_types, tuple(info.slots[j] for j in hid_js),
-                          ret_alias if track or info.recursive else {}, ambiguous)
-        if hid_js and not track:
-            entry = _without_hidden(state, entry, func)
-        state.cache[key] = entry
-        return entry
-    finally:
-        state.in_progress.pop(key, None)
-        deep.__exit__(None, None, None)
-
-
-def _check_containers(fn, pvals, pleaves, ptree, finals, slots):
-    """A list or dict argument whose elements the function replaced, added or removed: the caller
-    would not see that, so it is an error (in-place updates of the arrays in it are fine)."""
-    if not any(isinstance(v, (list, dict)) or isinstance(v, tuple) and _has_container(v) for v in pvals):
-        return
-    now, tree = flatten(tuple(pvals))
-    final_of = {k: finals[j] for j, k in enumerate(slots)}
-    same = tree == ptree and all(x is pleaves[k] or x is final_of.get(k, pleaves[k])
-                                            for k, x in enumerate(now))
-    if not same:
-        raise StagingError(f"'{_func_hint(fn)}' replaces, adds or removes elements of a list or dict argument; "
-                           "the caller would not see that change",
-                           hint="return the new list/dict and assign it in the caller (lst = f(lst, x)), "
-                                "or build a new one inside the function")
-
-
-def _has_container(v):
-    return any(isinstance(x, (list, dict)) or isinstance(x, tuple) and _has_container(x) for x in v)
-
-
-def _without_hidden(state, entry, func) -> FuncEntry:
-    """A Func calling `func` and returning its results without the hidden ones (for a recursive
-    top-level function that updates its own arguments in place)."""
-    n = len(entry.template) - len(entry.hidden)
-    b = Builder(NameSupply())
-    params = [b.fresh(p.name, p.type) for p in func.params]
-    outs = b.apply(func.name, params, func.ret_types)
-    name = state.names.fresh(func.name)
-    state.add(Func(name, tuple(params), Body(tuple(b.stmts), tuple(outs[:n])), func.ret_types[:n], loc=func.loc))
-    return FuncEntry(name, entry.out_tree, entry.template[:n], func.ret_types[:n])
-
-
-def _check_returnable(x, name, src, loc):
-    try:
-        leaf_type(x)
-    except PullbackError:
-        raise StagingError(f"'{name}' returns the Python value {x!r}, which cannot be a result of compiled code",
-                           loc=src.loc(src.node) if src else loc,
-                           hint="return numbers and arrays (or tuples/lists/dicts of them)") from None
-
-
-def _join_types(t, u, name, src, loc):
-    from ..ir.types import promote
-    if t.shape != u.shape and (t.shape == () or u.shape == ()):
-        return TensorType(promote(t.dtype, u.dtype), t.shape or u.shape)
-    if t.shape != u.shape:
-        raise StagingError(f"the recursive function '{name}' returns shape {t.shape} in its base case and "
-                           f"{u.shape} elsewhere", loc=src.loc(src.node) if src else loc)
-    return TensorType(promote(t.dtype, u.dtype), t.shape)
-
-
-def _func_hint(fn):
-    n = getattr(fn, "__name__", None) or type(fn).__name__
-    return n if n.isidentifier() else "f"
 
 
 # -- the top level and the hook context ---------------------------------------------------

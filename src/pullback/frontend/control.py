@@ -27,6 +27,8 @@ from ..ir.names import NameSupply
 from ..ir.types import I64, TensorType, promote
 from ..pytree import flatten, unflatten
 from . import alias, ops
+from .iterables import (TracedIterable, as_loop_iter, traced_enumerate, traced_range,  # noqa: F401  (calls, staging)
+                        traced_reversed, traced_zip)
 from .values import (UNSET, ConcreteNeeded, NeedUnroll, Poisoned, Traced, copy_containers, is_weak,
                      join_dtype, leaf_type, same_concrete, to_atom)
 
@@ -205,7 +207,7 @@ def stage_if(st, s):
         merged = m.value("return value", r1[1], r2[1], strict=True)
         outs = _emit_if(st, c, m, b1, b2)
         ret = Merger.fill(merged, outs)
-        _check_if_aliasing(st, {"": r1[1]}, {"": r2[1]}, {"": ret}, s.lineno)
+        alias.after_if(st, {"": r1[1]}, {"": r2[1]}, {"": ret}, s.lineno)
         return ("return", ret)
     if r1 is not None or r2 is not None:
         raise StagingError("internal: only one branch of a traced `if` returned")
@@ -220,23 +222,10 @@ def stage_if(st, s):
     outs = _emit_if(st, c, m, b1, b2)
     cache: dict = {}
     new = {k: Merger.fill(v, outs, cache) for k, v in merged.items()}
-    _check_if_aliasing(st, e1, e2, new, s.lineno)
+    alias.after_if(st, e1, e2, new, s.lineno)
     env0.clear()
     env0.update(new)
     return None
-
-
-def _check_if_aliasing(st, e1, e2, new, line):
-    """Arrays that are the same object after one branch but not after the other become ambiguous
-    (an in-place update of one of them is then an error, see `alias.mark_ambiguous`)."""
-    g1, g2 = alias.groups(alias.positions(e1)), alias.groups(alias.positions(e2))
-    pn = alias.positions(new)
-    bad = set()
-    for p in pn:
-        a, c = g1.get(p, frozenset((p,))), g2.get(p, frozenset((p,)))
-        if a != c:
-            bad |= a | c
-    alias.mark_ambiguous(st, [pn[p] for p in bad if p in pn], line)
 
 
 def _same_tree(a, c):
@@ -262,138 +251,6 @@ def stage_ifexp(st, e):
     m = Merger(b1, b2, e.lineno)
     merged = m.value("conditional expression", v1, v2, strict=True)
     return Merger.fill(merged, _emit_if(st, c, m, b1, b2))
-
-
-# -- iterables -------------------------------------------------------------------------
-
-class TracedIterable:
-    """Something a `for` can iterate with an IR loop: `n` (int or Traced i64) and `element(idx)`."""
-
-    def __init__(self, n, element, what):
-        self.n, self.element, self.what = n, element, what
-
-    @property
-    def static(self):
-        return not isinstance(self.n, Traced)
-
-
-def traced_range(st, args):
-    if not 1 <= len(args) <= 3:
-        raise StagingError("range expects 1 to 3 arguments")
-    start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
-    for v in (start, stop, step):
-        if isinstance(v, Traced) and (v.ndim or v.type.dtype not in ("i64", "bool")):
-            raise StagingError(f"range() arguments must be integer scalars, got a traced {v.type}",
-                               hint="convert with int(...)")
-    if isinstance(step, Traced):
-        raise ConcreteNeeded("the step of a range must be known at staging time",
-                             hint="pass it as a static argument")
-    step = ops.static_int(step, "the step of a range")
-    if step == 0:
-        raise StagingError("range() step must not be zero")
-    if not isinstance(start, Traced) and not isinstance(stop, Traced):
-        return range(start, stop, step)
-    start_t = start if isinstance(start, Traced) else start
-    # trip count: max(0, ceil((stop - start) / step))
-    if step > 0:
-        span = ops.binary(st, "sub", stop, start_t)
-        num = ops.binary(st, "add", span, step - 1) if step != 1 else span
-    else:
-        span = ops.binary(st, "sub", start_t, stop)
-        num = ops.binary(st, "add", span, -step - 1) if step != -1 else span
-    n = ops.binary(st, "floordiv", num, abs(step)) if abs(step) != 1 else num
-    n = ops.binary(st, "maximum", n, 0)
-
-    def element(i):
-        r = i
-        if step != 1:
-            r = ops.binary(st, "mul", r, step) if isinstance(r, Traced) else r * step
-        if not (is_weak(start) and start == 0):
-            r = ops.binary(st, "add", start, r) if isinstance(r, Traced) or isinstance(start, Traced) else start + r
-        return r
-
-    return TracedIterable(n, element, "range")
-
-
-def as_loop_iter(st, it):
-    """A TracedIterable for IR loops, or a Python list of items to unroll."""
-    if isinstance(it, TracedIterable):
-        return it
-    if isinstance(it, range):
-        r = it
-
-        def element(i):
-            if not isinstance(i, Traced):
-                return r[i]
-            v = i
-            if r.step != 1:
-                v = ops.binary(st, "mul", v, r.step)
-            if r.start != 0:
-                v = ops.binary(st, "add", v, r.start)
-            return v
-
-        return TracedIterable(len(r), element, "range")
-    if isinstance(it, Traced):
-        if it.ndim == 0:
-            raise StagingError("iteration over a 0-d (scalar) traced value")
-        x = it
-        return TracedIterable(x.shape[0], lambda i: ops.getitem(st, x, i), "array")
-    if isinstance(it, Poisoned):
-        raise it.error()
-    return list(it)
-
-
-def traced_enumerate(st, seq, start=0):
-    inner = as_loop_iter(st, seq)
-    if isinstance(inner, list):
-        return list(enumerate(inner, start))
-    el = inner.element
-
-    def element(i):
-        k = i if (is_weak(start) and start == 0) else (ops.binary(st, "add", i, start) if isinstance(i, Traced) else i + start)
-        return (k, el(i))
-
-    return TracedIterable(inner.n, element, "enumerate")
-
-
-def traced_zip(st, *seqs):
-    its = [as_loop_iter(st, s) for s in seqs]
-    if all(isinstance(i, list) for i in its):
-        return list(zip(*its))
-    ns = []
-    for i in its:
-        if isinstance(i, list):
-            ns.append(len(i))
-        elif i.static:
-            ns.append(i.n)
-        else:
-            raise StagingError("zip() over a range with a traced length is not supported",
-                               hint="index the arrays inside a `for i in range(n)` loop")
-    n = min(ns)
-
-    def element(k):
-        out = []
-        for i in its:
-            if isinstance(i, list):
-                if isinstance(k, Traced):
-                    raise ConcreteNeeded("zip() mixes a Python list with traced arrays")
-                out.append(i[k])
-            else:
-                out.append(i.element(k))
-        return tuple(out)
-
-    return TracedIterable(n, element, "zip")
-
-
-def traced_reversed(st, seq):
-    it = as_loop_iter(st, seq)
-    if isinstance(it, list):
-        return list(reversed(it))
-    if not it.static:
-        raise StagingError("reversed() over a range with a traced length is not supported")
-    n, el = it.n, it.element
-    return TracedIterable(n, lambda i: el(n - 1 - i if not isinstance(i, Traced) else ops.binary(st, "sub", n - 1, i)),
-                          "reversed")
 
 
 # -- loops ------------------------------------------------------------------------------
@@ -431,7 +288,7 @@ def stage_for(st, s):
         _ir_loop(st, s, it, None)
     except NeedUnroll as e:
         raise StagingError(e.msg + " in a loop whose trip count is traced",
-                           hint="keep shapes and Python structures the same in every iteration") from None
+                           hint=e.hint or "keep shapes and Python structures the same in every iteration") from None
     return None
 
 
@@ -455,7 +312,7 @@ def stage_while(st, s):
                 _ir_loop(st, s, None, c)
             except NeedUnroll as e:
                 raise StagingError(e.msg + " in a while loop with a traced condition",
-                                   hint="keep shapes and Python structures the same in every iteration") from None
+                                   hint=e.hint or "keep shapes and Python structures the same in every iteration") from None
             return None
         if not c:
             return None
@@ -595,7 +452,7 @@ def _ir_loop(st, s, it, cond0, require_traced=False):
         start_pos = alias.positions(env)
         mark = len(st.updated)
         after, cond = _run_body(st, s, it, bb, env, idx)
-        split = _loop_aliasing(st, s, env0, start_pos, after, init, slots,
+        split = alias.loop_body(env0, start_pos, after, init, slots,
                                {id(o) for o in st.updated[mark:]})
         if not split:
             break
@@ -643,15 +500,7 @@ def _ir_loop(st, s, it, cond0, require_traced=False):
                 j = slots[(name, i)]
                 leaves.append(out_vals.setdefault(j, Traced(outs[j])))
         new_env[name] = unflatten(tdef, leaves)
-    gS = alias.groups(alias.positions(env0))
-    gE = alias.groups({p: o for p, o in alias.positions(after).items() if p[0] in env0})
-    pn = alias.positions(new_env)
-    bad = set()
-    for p in pn:
-        a, c = gS.get(p, frozenset((p,))), gE.get(p, frozenset((p,)))
-        if a != c:
-            bad |= a | c
-    alias.mark_ambiguous(st, [pn[p] for p in bad if p in pn], s.lineno)
+    alias.after_loop(st, env0, after, new_env, s.lineno)
     for name in after:
         if name not in env0:
             new_env[name] = Poisoned(name, f"'{name}' is assigned inside the loop at line {s.lineno}, which is staged "
@@ -660,32 +509,6 @@ def _ir_loop(st, s, it, cond0, require_traced=False):
     env0.clear()
     env0.update(new_env)
     st.frame.vars = env0
-
-
-def _loop_aliasing(st, s, env0, start_pos, after, init, slots, updated):
-    """Check that the body's staging respects aliasing (Note [argument-mutation]). Returns the ids
-    of initial arrays whose shared parameter must be split (the body separates their aliases
-    without updating them in place); raises `NeedUnroll` where an in-place update would need the
-    aliasing to differ between iterations."""
-    gS = alias.groups(alias.positions(env0))
-    gB = alias.groups(start_pos)
-    pE = {p: o for p, o in alias.positions(after).items() if p[0] in env0}
-    gE = alias.groups(pE)
-    for p, o in start_pos.items():
-        if id(o) in updated and (gB[p] != gS.get(p) or gE.get(p) != gB[p]):
-            raise NeedUnroll(f"'{p[0]}' is updated in place in the loop body while it is, in some iterations "
-                             "only, the same array as another variable")
-    split = set()
-    owner: dict = {}
-    leaves = {}
-    for (name, i), j in slots.items():
-        if name not in leaves:
-            leaves[name] = flatten(after[name])[0] if name in after else []
-        o = leaves[name][i] if i < len(leaves[name]) else None
-        prev = owner.setdefault(j, (o,))
-        if prev[0] is not o:
-            split.add(id(init[j]))
-    return split
 
 
 def _zero_atom(b, t):

@@ -84,9 +84,9 @@ class ConcreteNeeded(StagingError):
 class NeedUnroll(Exception):
     """Internal: a loop body cannot be staged as an IR loop (retry by unrolling)."""
 
-    def __init__(self, msg):
+    def __init__(self, msg, hint=None):
         super().__init__(msg)
-        self.msg = msg
+        self.msg, self.hint = msg, hint
 
 
 class _Unset:
