@@ -20,8 +20,10 @@ itself through nested transformations): `stage` holds it, and so does
 frontend's caches (`source._CACHE`, ...) need no locks of their own.
 
 Modules: `values` (Traced, weak scalars), `source`/`rewrite` (AST and
-control-flow rewrites), `staging` (statements and expressions), `control` (if,
-for, while), `calls` (helpers, recursion, hooks), `ops`/`numpy_api` (NumPy).
+control-flow rewrites), `staging` (statements and expressions), `assign`
+(assignments), `control`/`iterables` (if, for, while), `calls` (call dispatch,
+closures, hooks), `funcs` (helpers as IR functions, recursion), `alias`
+(in-place updates and aliasing), `ops`/`numpy_api` (NumPy).
 """
 from __future__ import annotations
 
