@@ -330,6 +330,9 @@ def test_numba():
     pytest.importorskip("numba")
     _agree(g_rec, 0.5, np.int64(3), backend="numba")
     assert pb.grad(g_put, backend="numba")(0.5) == pytest.approx(2.0)
+    v = np.array([1.0, 2.0, 3.0])
+    assert pb.jit(f_updates_input, backend="numba")(v, 0.5) == pytest.approx(f_updates_input(v.copy(), 0.5))
+    np.testing.assert_array_equal(v, [1.0, 2.0, 3.0])
 
 
 # -- more aliasing cases -----------------------------------------------------------------------
