@@ -94,9 +94,21 @@ def last_cache_hit():
 
 
 def _mutual_recursion(prog: Prog) -> list[str]:
-    """Functions in a call-graph cycle through more than one function (numba
-    crashes loading such code from its disk cache; note [numba-cache-safety])."""
-    return sorted({f for f, g in cycle_edges(prog) if f != g})
+    """Recursive functions numba crashes on when it loads them from its disk
+    cache (note [numba-cache-safety]): those in a call-graph cycle through more
+    than one function, and self-recursive ones that return several values
+    (a tuple) or take a store (a tuple under numba): split-mode `f_fwd`/`f_bwd`."""
+    from ..ir.types import StoreType
+
+    out = set()
+    for f, g in cycle_edges(prog):
+        if f != g:
+            out.add(f)
+            continue
+        fn = prog.func(f)
+        if len(fn.ret_types) != 1 or any(isinstance(p.type, StoreType) for p in fn.params):
+            out.add(f)
+    return sorted(out)
 
 
 class _Unit:
