@@ -147,7 +147,10 @@ def test_deep_recursion_raises_located_errors_in_processes_sharing_a_cache(tmp_p
             assert "Traceback" not in e["text"]
             assert "stack" in e["text"] and "hint:" in e["text"], e["text"]
     assert runs[0]["jit_hit"] is False and runs[0]["grad_hit"] is False
-    assert runs[1]["jit_hit"] is True and runs[1]["grad_hit"] is True  # loaded from numba's disk cache
+    assert runs[1]["jit_hit"] is True  # loaded from numba's disk cache
+    # split-mode gradients (self-recursive functions returning tuples and taking
+    # stores) skip numba's disk cache: numba crashes loading them (note [numba-cache-safety])
+    assert runs[1]["grad_hit"] is False
 
 
 # -- in process: what is printed, and the pieces of the check --------------------------

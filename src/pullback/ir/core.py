@@ -159,11 +159,18 @@ class Let:
 
 @dataclass(frozen=True)
 class Func:
+    """A function. `donated` lists (param index, result index) pairs: the caller
+    gives up the array it passes for that parameter, the function may update
+    it in place and returns it as that result (split mode's adjoint
+    accumulators, note [split-calls]). Backends copy an argument the caller
+    still needs."""
+
     name: str
     params: tuple[Var, ...]
     body: Body
     ret_types: tuple[Type, ...]
     loc: SrcLoc | None = field(default=None, compare=False)
+    donated: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -391,11 +391,29 @@ class _Parser:
             if not self.at(")"):
                 self.take(",")
         self.take(")")
+        donated = []
+        if self.at("donate"):
+            self.i += 1
+            self.take("(")
+            while not self.at(")"):
+                i = self._int()
+                self.take("->")
+                donated.append((i, self._int()))
+                if not self.at(")"):
+                    self.take(",")
+            self.take(")")
         self.take("{")
         env = {p.name: p for p in params}
         body = self.body(env, "return")
         self.take("}")
-        return Func(name, tuple(params), body, tuple(rets)), entry
+        return Func(name, tuple(params), body, tuple(rets), donated=tuple(donated)), entry
+
+    def _int(self) -> int:
+        t = self.tok
+        if t.kind != "num" or not t.text.isdigit():
+            raise self.error("expected a parameter or result index")
+        self.i += 1
+        return int(t.text)
 
     def prog(self) -> Prog:
         funcs = []

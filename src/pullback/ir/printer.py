@@ -182,7 +182,8 @@ class _Printer:
         rs = ", ".join(print_type(t) for t in f.ret_types)
         mark = "entry " if entry else ""
         tail = f"  # {f.loc}" if self.locs and f.loc is not None else ""
-        self.emit(0, f"{mark}def {_name(f.name)}({ps}) -> ({rs}) {{" + tail)
+        don = (" donate(" + ", ".join(f"{i}->{j}" for i, j in f.donated) + ")") if f.donated else ""
+        self.emit(0, f"{mark}def {_name(f.name)}({ps}) -> ({rs}){don} {{" + tail)
         self.body(f.body, 1, "return")
         self.emit(0, "}")
 

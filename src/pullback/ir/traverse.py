@@ -290,7 +290,7 @@ def rename_func(f: Func, supply: NameSupply | None = None, name: str | None = No
     supply = supply or NameSupply()
     params = tuple(Var(supply.fresh(p.name), p.type) for p in f.params)
     body = rename_body(f.body, supply, dict(zip(f.params, params)))
-    return Func(name or f.name, params, body, f.ret_types, f.loc)
+    return dataclasses.replace(f, name=name or f.name, params=params, body=body)
 
 
 def map_bodies(body: Body, fn: Callable[[Body], Body]) -> Body:

@@ -85,6 +85,11 @@ class _Checker:
             if tuple(got) != tuple(f.ret_types):
                 self.stmt = None
                 self.fail(f"returns {_ts(got)} but is declared to return {_ts(f.ret_types)}")
+            for i, j in f.donated:
+                if not (0 <= i < len(f.params) and 0 <= j < len(f.ret_types)
+                        and f.params[i].type == f.ret_types[j]):
+                    self.stmt = None
+                    self.fail(f"donates parameter {i} as result {j}, which do not match")
         except _Fail as e:
             where = f"in function '{f.name}'"
             loc = None

@@ -32,7 +32,7 @@ def const_args(prog: Prog) -> Prog:
         funcs = []
         for f in prog.funcs:
             body = _drop_args(f.body, drop)
-            params = f.params
+            params, donated = f.params, f.donated
             if f.name in drop:
                 consts = drop[f.name]
                 params = tuple(p for j, p in enumerate(f.params) if j not in consts)
@@ -43,7 +43,9 @@ def const_args(prog: Prog) -> Prog:
                     else:
                         lets.append(Let((f.params[j],), c, f.loc))
                 body = substitute(Body(tuple(lets) + body.stmts, body.result), subst)
-            funcs.append(simplify_func(dataclasses.replace(f, params=params, body=body)))
+                kept = [j for j in range(len(f.params)) if j not in consts]
+                donated = tuple((kept.index(i), j) for i, j in donated if i in kept)
+            funcs.append(simplify_func(dataclasses.replace(f, params=params, body=body, donated=donated)))
         prog = prog.with_funcs(funcs)
 
 

@@ -68,10 +68,12 @@ def dead_results(prog: Prog) -> Prog:
         funcs = []
         for f in prog.funcs:
             body = _drop(f.body, keep)
-            rets = f.ret_types
+            rets, donated = f.ret_types, f.donated
             if f.name in keep:
                 flags = keep[f.name]
                 body = Body(body.stmts, tuple(a for a, k in zip(body.result, flags) if k))
                 rets = tuple(t for t, k in zip(rets, flags) if k)
-            funcs.append(dataclasses.replace(f, body=dce(body), ret_types=rets))
+                new_index = {j: sum(flags[:j]) for j in range(len(flags)) if flags[j]}
+                donated = tuple((i, new_index[j]) for i, j in donated if j in new_index)
+            funcs.append(dataclasses.replace(f, body=dce(body), ret_types=rets, donated=donated))
         prog = prog.with_funcs(funcs)

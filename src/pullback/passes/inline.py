@@ -12,6 +12,8 @@ helpers per static argument (det's `minor(A, j)` once per j).
 """
 from __future__ import annotations
 
+import dataclasses
+
 from ..ir.core import Apply, Body, Func, Let, Prog
 from ..ir.names import NameSupply
 from ..ir.traverse import all_names, call_graph, iter_lets, map_exp, rename_body, substitute_exp
@@ -29,7 +31,7 @@ def inline_small(prog: Prog, max_stmts: int = MAX_STMTS) -> Prog:
     for f in prog.funcs:
         if graph[f.name] & set(small):
             supply = NameSupply(all_names(f))
-            f = Func(f.name, f.params, _body(f.body, small, supply), f.ret_types, f.loc)
+            f = dataclasses.replace(f, body=_body(f.body, small, supply))
         out.append(f)
     return prog.with_funcs(out)
 

@@ -92,7 +92,7 @@ class _FuncEmitter(_PrimEmitter):
         self.prefer: dict = {}    # var -> python name it should take when bound
         self.last_loc = None
         self.here: list[set] = []
-        self.own = _Ownership(f)
+        self.own = _Ownership(f, {g.name: g.donated for g in mod.prog.funcs if g.donated})
         self.line_locs: list = []  # per line: the SrcLoc of the statement being printed
         self.cur_loc = None
         self.index_bound: dict = {}  # loop index var -> its static range bound (checks)
@@ -251,7 +251,9 @@ class _FuncEmitter(_PrimEmitter):
         elif isinstance(e, Apply):
             if self.mod.dialect is not None and hasattr(self.mod.dialect, "before_call"):
                 self.mod.dialect.before_call(self, st, depth)  # e.g. the numba dialect's stack check
-            args = ", ".join([self.call_arg(x) for x in e.args] + self.mod.extra_params)
+            copies = self.own.call_copy.get(id(st), ())
+            args = ", ".join([self.call_arg(x) + (".copy()" if i in copies else "") for i, x in enumerate(e.args)]
+                             + self.mod.extra_params)
             call = f"{self.mod.fnames.get(e.func, _sanitize(e.func))}({args})"
             if not st.pat:
                 self.line(depth, call)

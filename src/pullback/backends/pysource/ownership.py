@@ -8,6 +8,11 @@ view), nothing aliases it, and it is dead after the update. `loop_owned` and
 value once at entry where needed); `copied` are slices copied when read, and
 `push_only` those whose one use is a push. `_aliasing_args(prim)` lists the
 arguments a primitive's result may share memory with.
+
+Donated parameters (`Func.donated`, note [split-calls]) are owned by the
+function. At a call, an argument for a donated parameter is passed as is when
+the caller owns it and this call is its last use; otherwise `call_copy` says to
+pass a copy. The result the callee returns for it is owned by the caller.
 """
 from __future__ import annotations
 
@@ -50,8 +55,11 @@ class _Ownership:
     """Decides, for one function, which `index_update`/`take_add` statements
     may update their input array in place (`inplace`, by `id(Let)`)."""
 
-    def __init__(self, f: Func):
+    def __init__(self, f: Func, donated_of: dict | None = None):
         from ...ir.traverse import exp_atoms, exp_scopes, iter_lets
+
+        self.donated_of = donated_of or {}   # function name -> its `donated` pairs
+        self.call_copy: dict = {}            # id(Let of an Apply) -> positions passed as a copy
 
         self.count: Counter = Counter()  # aliasing uses, all kinds
         self.base: Counter = Counter()   # aliasing uses other than loop inits / loop-body results
@@ -101,11 +109,12 @@ class _Ownership:
                 for _, b in exp_scopes(e):
                     for a in b.result:
                         self._use(a, True)
-        self.owned: set = set()
+        mine = tuple(f.params[i] for i, _ in f.donated if _ndim(f.params[i]) > 0)
+        self.owned: set = set(mine)
         self.inplace: set = set()
         self.loop_owned: dict = {}  # id(Let of a Loop) -> set of owned param indices
         self.loop_copy: dict = {}   # id(Let of a Loop) -> owned params whose init is copied at entry
-        self.body(f.body, ())
+        self.body(f.body, mine)
 
     def _use(self, a, base: bool):
         if isinstance(a, Var):
@@ -141,10 +150,25 @@ class _Ownership:
                 self.loop(st, k, last, here)
             elif isinstance(e, If):
                 self.if_(st, k, last, here)
+            elif isinstance(e, Apply):
+                self.call(st, k, last, here)
             else:
                 for bs, b in exp_scopes(e):
                     self.body(b, bs)
             here.update(st.pat)
+
+    def call(self, st: Let, k: int, last: dict, here: set) -> None:
+        """Arguments for donated parameters: passed as is only when owned here and
+        dead after the call (else copied); the results returned for them are owned."""
+        e: Apply = st.exp
+        pairs = self.donated_of.get(e.func, ())
+        for i, j in pairs:
+            x = e.args[i]
+            if not (isinstance(x, Var) and x in here and x in self.owned and self.count[x] == 1
+                    and last.get(x) == k and sum(1 for a in e.args if a == x) == 1):
+                self.call_copy.setdefault(id(st), set()).add(i)
+            if _ndim(st.pat[j]) > 0:
+                self.owned.add(st.pat[j])
 
     def if_(self, st: Let, k: int, last: dict, here: set) -> None:
         """Arrays owned here that die at this `if` are owned inside its branches,

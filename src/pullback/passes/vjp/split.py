@@ -118,7 +118,11 @@ def build(ctx, f: Func, fwd_name: str, bwd_name: str) -> tuple[Func, Func]:
     needed = [f.params[i] for i in plan.needs(f.name)]
     bparams = tuple(ct_params) + tuple(needed) + tuple(accs) + tuple(bin_.atoms())
     bret = tuple(a.type for a in bin_.atoms()) + tuple(p.type for p in f.params if differentiable(p.type))
-    bwd = Func(bwd_name, bparams, Body(tuple(B.stmts) + rbody.stmts, rbody.result), bret, f.loc)
+    dparams = [p for p in f.params if differentiable(p.type)]
+    acc_params = [p for p in f.params if is_acc(p)]
+    first_acc = len(ct_params) + len(needed)
+    donated = tuple((first_acc + k, len(bin_.atoms()) + dparams.index(p)) for k, p in enumerate(acc_params))
+    bwd = Func(bwd_name, bparams, Body(tuple(B.stmts) + rbody.stmts, rbody.result), bret, f.loc, donated)
     return fwd, bwd
 
 
