@@ -173,3 +173,56 @@ def test_strategies_are_values():
     assert pb.Joint() == pb.Joint() and hash(pb.Joint()) == hash(pb.Joint())
     assert pb.Store() != pb.Joint()
     assert repr(pb.Joint()) == "pb.Joint()"
+
+
+def _donating_prog(use_after: bool):
+    """g(y) donates y and writes y[0] = 1 in place; f passes a = x + x and, if
+    `use_after`, still returns a after the call."""
+    from pullback.ir.builder import Builder
+    from pullback.ir.core import Body, Const, Func, Prog
+    from pullback.ir.types import TensorType
+
+    t = TensorType("f64", (3,))
+    gb = Builder()
+    y = gb.fresh("y", t)
+    y2 = gb.emit("index_update", y, Const(1.0, TensorType("f64")), Const(0, TensorType("i64")),
+                 spec=(("d",),), mode="set", name="y")
+    g = Func("g", (y,), gb.body([y2]), (t,), donated=((0, 0),))
+    fb = Builder()
+    x = fb.fresh("x", t)
+    a = fb.emit("add", x, x, name="a")
+    (b,) = fb.apply("g", [a], [t], names=["b"])
+    res = [a, b] if use_after else [b]
+    f = Func("f", (x,), Body(tuple(fb.stmts), tuple(res)), tuple(r.type for r in res))
+    return Prog((f, g), "f")
+
+
+@pytest.mark.parametrize("use_after", [True, False])
+def test_donated_argument_is_copied_when_the_caller_still_needs_it(use_after):
+    from pullback.backends import pysource
+    from pullback.ir.parser import parse_prog
+    from pullback.ir.printer import print_prog
+    from pullback.ir.typecheck import check_prog
+
+    p = _donating_prog(use_after)
+    check_prog(p)
+    assert "donate(0->0)" in print_prog(p) and parse_prog(print_prog(p)) == p
+    x = np.array([1.0, 2.0, 3.0])
+    want = interp.run(p, x)
+    got = pysource.run(p, x)
+    for w, g in zip(want, got):
+        np.testing.assert_array_equal(w, g)
+    src = pysource.emit_prog(p)
+    assert (".copy()" in src.split("def f(")[1]) == use_after, src
+    assert "y[0] = 1.0" in src.split("def g(")[1], src   # in place in the callee
+
+
+def test_bad_donation_is_a_type_error():
+    import dataclasses
+
+    from pullback.ir.typecheck import check_prog
+
+    p = _donating_prog(False)
+    bad = p.with_funcs([p.funcs[0], dataclasses.replace(p.funcs[1], donated=((0, 5),))])
+    with pytest.raises(Exception, match="donates parameter 0 as result 5"):
+        check_prog(bad)
