@@ -184,6 +184,14 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
                 lanes[v] = fe.fresh(f"{v.name}_lanes")
                 fe.line(depth, f"{lanes[v]} = np.zeros({_LANES}, dtype={dt})")
             continue
+        acc = fe.own.inplace_add.get(id(st))
+        if v in g.keep and acc is not None and acc in arrays and tuple(acc.type.shape) == tuple(g.shape):
+            # `acc + g` with acc owned and dying here: every read of acc in this
+            # loop is acc[i...] at the same index, before this write
+            outs[v] = arrays[acc]
+            fe.prefer.pop(v, None)
+            fe.py[v] = outs[v]
+            continue
         if v in g.keep:
             outs[v] = fe.bind(v)
             if outs[v] in read:  # `y = y + t`: fill a new array, then rebind the name

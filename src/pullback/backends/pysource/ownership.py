@@ -112,6 +112,7 @@ class _Ownership:
         mine = tuple(f.params[i] for i, _ in f.donated if _ndim(f.params[i]) > 0)
         self.owned: set = set(mine)
         self.inplace: set = set()
+        self.inplace_add: dict = {}  # id(Let of an array `add`) -> the operand it accumulates into
         self.loop_owned: dict = {}  # id(Let of a Loop) -> set of owned param indices
         self.loop_copy: dict = {}   # id(Let of a Loop) -> owned params whose init is copied at entry
         self.body(f.body, mine)
@@ -142,6 +143,12 @@ class _Ownership:
                     if (x in here and x in self.owned and self.count[x] == 0 and last.get(x) == k
                             and x not in e.args[1:] and _ndim(x) > 0):
                         self.inplace.add(id(st))
+                if e.op == "add" and _ndim(st.pat[0]) > 0:
+                    for x in e.args:   # `acc + g` with acc owned and dead: `acc += g`
+                        if (isinstance(x, Var) and x.type == st.pat[0].type and x in here and x in self.owned
+                                and self.count[x] == 0 and last.get(x) == k and e.args.count(x) == 1):
+                            self.inplace_add[id(st)] = x
+                            break
                 if _fresh_result(e) or (e.op == "index" and st.pat and st.pat[0] in self.copied):
                     for v in st.pat:
                         if _ndim(v) > 0:

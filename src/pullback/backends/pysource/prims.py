@@ -98,6 +98,14 @@ class _PrimEmitter:
         if op in ("index_update", "take_add"):
             self.update(st, depth)
             return
+        acc = self.own.inplace_add.get(id(st))
+        if acc is not None:  # accumulate in place (an adjoint, note [ownership])
+            other = args[1] if args[0] == acc else args[0]
+            name = self.a(acc)
+            self.prefer.pop(st.pat[0], None)
+            self.py[st.pat[0]] = name
+            self.line(depth, f"{name} += {self.a(other)}")
+            return
         rhs = self.expr(e, st.pat)
         outs = [self.bind(v) for v in st.pat]
         self.line(depth, f"{', '.join(outs)} = {rhs}")
