@@ -15,10 +15,10 @@ from pullback.errors import RecursionDepthError
 from pullback.frontend import stage
 from pullback.ir import parser, printer, typecheck
 from pullback.ir.builder import Builder
-from pullback.ir.core import Apply, Const, Func, Loop, Prim, Prog, Var, WhileForm
+from pullback.ir.core import Apply, Const, Func, Loop, Prog, Var, WhileForm
 from pullback.ir.names import NameSupply
 from pullback.ir.traverse import all_names, iter_lets
-from pullback.ir.types import BOOL, F64, I64, StoreType
+from pullback.ir.types import BOOL, I64
 from pullback.passes.cps import HALT, PC, RUNNING, cps_machine, cps_prog
 from pullback.passes.jvp import jvp_prog
 from pullback.passes.vjp import vjp_prog
@@ -70,8 +70,6 @@ def _same(prog, args):
     out = cps_prog(prog)
     typecheck.check_prog(out)
     _shape_ok(out)
-    if not NESTED_STORES and _captures_store(out):
-        pytest.xfail("the interpreter cannot make a store<store<T>> yet (store_new needs elem.nbytes)")
     want = interp.run(prog, *args)
     got = interp.run(out, *args)
     assert len(want) == len(got)
@@ -79,26 +77,6 @@ def _same(prog, args):
         assert np.asarray(w).dtype == np.asarray(g).dtype
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))  # bit-identical: same operations
     return out
-
-
-def _nested_stores_run() -> bool:
-    """Can the interpreter make a store of stores? (`cps_prog` captures a store
-    live across a call by pushing it onto a store<store<T>>.)"""
-    b = Builder()
-    b.emit("store_new", elem=StoreType(F64))
-    try:
-        interp.run(Prog((Func("f", (), b.body([Const(1.0, F64)]), (F64,)),), "f"))
-    except AttributeError:  # StoreType has no nbytes
-        return False
-    return True
-
-
-NESTED_STORES = _nested_stores_run()
-
-
-def _captures_store(out: Prog) -> bool:
-    return any(isinstance(st.exp, Prim) and st.exp.op == "store_new" and isinstance(st.exp.p["elem"], StoreType)
-               for st in iter_lets(out.main.body))
 
 
 def _params(ms):
