@@ -67,8 +67,8 @@ def counts(f, args, checkpoint):
     return p_ops, g_ops
 
 
-def ratio(f, args, checkpoint=Store()):
-    p, g = counts(f, args, checkpoint)
+def ratio(f, args, checkpoint=None):
+    p, g = counts(f, args, checkpoint or Store())
     return g.stmts / p.stmts
 
 
@@ -110,7 +110,7 @@ def test_table_adjoint_is_not_dense_per_call():
     work = []
     for rows in (10, 1000):
         table = np.linspace(0, 1, rows * 3).reshape(rows, 3)
-        p, g = counts(embed, (np.int64(0), left, right, ids, table), Store())
+        _, g = counts(embed, (np.int64(0), left, right, ids, table), Store())
         work.append(g.work)
     calls = len(left)
     grown = work[1] - work[0]

@@ -27,9 +27,9 @@ from ...ir.core import Func, Prog, Var
 from ...ir.names import NameSupply
 from .._common import DerivedNames, differentiable
 from ..activity import mark_body
+from . import split
 from .adjoints import Adjoints
 from .body import fwd_body, rev_body
-from . import split
 from .merge_calls import merge_calls_func
 from .tape import Retry, SplitPlan
 

@@ -85,16 +85,16 @@ class Tape:
         self.vars = vars
 
     @classmethod
-    def params(cls, plan, b) -> "Tape":
+    def params(cls, plan, b) -> Tape:
         """Fresh variables for every residual store (function or loop parameters)."""
         return cls(plan, {t: b.fresh(names.tape(t), StoreType(t)) for t in plan.types})
 
     @classmethod
-    def new(cls, plan, b) -> "Tape":
+    def new(cls, plan, b) -> Tape:
         """Empty residual stores, made by `store_new`."""
         return cls(plan, {t: b.emit("store_new", elem=t, name=names.tape(t)) for t in plan.types})
 
-    def copy(self) -> "Tape":
+    def copy(self) -> Tape:
         return Tape(self.plan, dict(self.vars))
 
     def atoms(self) -> list:
@@ -106,7 +106,7 @@ class Tape:
     def set(self, atoms) -> None:
         self.vars = dict(zip(self.plan.types, atoms))
 
-    def rename(self, other: "Tape") -> dict:
+    def rename(self, other: Tape) -> dict:
         """The substitution that makes code written against `self` continue from `other`."""
         return {self.vars[t]: other.vars[t] for t in self.plan.types}
 
