@@ -74,13 +74,29 @@ def _frames(st):
 
 
 def replace(st, old, new):
-    """Rebind every reachable reference to the array object `old` to `new` (see module doc)."""
+    """Rebind every reachable reference to the array object `old` to `new` (see module doc), and
+    carry the update through views (`views.write_through`, Note [view-mutation])."""
     if old is new or not is_mutable_leaf(old):
         return
-    check_ambiguous(st, old)
-    st.updated.append(old)
+    from .views import write_through
+    pairs = write_through(st, old, new)
+    for o, _ in pairs:
+        check_ambiguous(st, o)
     frames = _frames(st)
     # first check, then write: a failed update changes nothing
+    for o, _ in pairs:
+        _check(frames, o)
+    for o, n in pairs:
+        st.updated.append(o)
+        for f, writable in frames:
+            if writable:
+                for k, v in list(f.vars.items()):
+                    nv, changed = _subst(v, o, n, set())
+                    if changed:
+                        f.vars[k] = nv
+
+
+def _check(frames, old):
     for f, writable in frames:
         if not writable and _holds(f.vars, old):
             raise StagingError(
@@ -94,12 +110,6 @@ def replace(st, old, new):
             if f.parent is None and any(v is old for v in f.globals.values()):
                 raise StagingError("an in-place update of a module-level (global) array; pullback does not "
                                    "change global state", hint="copy it first (a = W.copy()) and update the copy")
-    for f, writable in frames:
-        if writable:
-            for k, v in list(f.vars.items()):
-                nv, changed = _subst(v, old, new, set())
-                if changed:
-                    f.vars[k] = nv
 
 
 def _holds(d, old):

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import StagingError, UnsupportedSyntaxError
 from ..ir.core import Let
-from . import alias, ops
+from . import alias, ops, views
 from .values import ConcreteNeeded, Poisoned, Traced
 
 
@@ -132,6 +132,10 @@ class Assignments:
         if isinstance(target, ast.Name):
             if self._local_frame(target.id) is None:
                 self.frame.vars[target.id] = new
+        elif isinstance(target, ast.Subscript) and _is_array(self.eval(target.value)):
+            # `x[0][1] = v`: x[0] is a view of x (written back by `alias.replace`) or, for an
+            # integer-array index, a copy that NumPy does not write back (Note [view-mutation])
+            pass
         else:
             self.assign(target, new)
 
@@ -154,7 +158,11 @@ class Assignments:
             nv = Var(self.b.supply.fresh(_hint(name)), a.type)
             last = stmts[-1]
             stmts[-1] = Let((nv,), last.exp, last.loc)
-            return Traced(nv)
+            out = Traced(nv)
+            rec = views.record(self, v)
+            if rec is not None:  # `row = A[0]`: the renamed value is the view
+                views.register(self, out, rec.base, rec.kind, rec.data, rec.contig)
+            return out
         return v
 
 

@@ -26,7 +26,7 @@ from ..errors import PullbackError, StagingError
 from ..ir.builder import Builder
 from ..ir.core import Func
 from ..pytree import flatten, unflatten
-from . import alias, control
+from . import alias, control, views
 from .funcs import FuncEntry, ProgramState, _bind, call_function, signature_of, stage_func
 from .numpy_api import ALWAYS_STAGED, METHODS, BoundMethod, describe, lookup
 from .staging import Frame, Interp, StagedClosure
@@ -46,7 +46,8 @@ def call(st, fn, args, kwargs):
     if fn is builtins.super and not args and not kwargs:
         return _zero_arg_super(st)
     if isinstance(fn, BoundMethod):
-        return _fresh(fn.name, METHODS[fn.name](st, fn.obj, *args, **kwargs), (fn.obj,) + tuple(args))
+        r = _fresh(fn.name, METHODS[fn.name](st, fn.obj, *args, **kwargs), (fn.obj,) + tuple(args))
+        return views.note_call(st, fn.name, fn.obj, r, _redo_method(st, fn.name, args, kwargs))
     if isinstance(fn, StagedClosure):
         return call_closure(st, fn, args, kwargs)
     if not isinstance(fn, type) and hasattr(fn, "__pullback_stage__"):
@@ -69,7 +70,9 @@ def call(st, fn, args, kwargs):
         return fn(*args, **kwargs)
     h = lookup(fn)
     if h is not None and (traced or fn in ALWAYS_STAGED):
-        return _fresh(getattr(fn, "__name__", ""), h(st, *args, **kwargs), args)
+        name = getattr(fn, "__name__", "")
+        r = _fresh(name, h(st, *args, **kwargs), args)
+        return views.note_call(st, name, args[0], r, _redo_func(st, fn, args, kwargs)) if args else r
     if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType) and traced:
         return call_function(st, fn.__func__, (fn.__self__,) + tuple(args), kwargs)
     if isinstance(fn, types.FunctionType) and traced:
@@ -119,7 +122,14 @@ def _native(st, fn, args, kwargs):
     except TypeError:  # unhashable callable
         mutating = False
     if not mutating:
-        return fn(*args, **kwargs)
+        r = fn(*args, **kwargs)
+        if isinstance(r, np.ndarray):
+            name = getattr(fn, "__name__", "")
+            if isinstance(owner, np.ndarray):
+                return views.note_call(st, name, owner, r, _redo_method(st, name, args, kwargs))
+            if args and isinstance(args[0], np.ndarray):
+                return views.note_call(st, name, args[0], r, _redo_func(st, fn, args, kwargs))
+        return r
     copies: dict = {}
 
     def cp(v):
@@ -136,6 +146,16 @@ def _native(st, fn, args, kwargs):
         if orig.shape != new.shape or not np.array_equal(orig, new, equal_nan=orig.dtype.kind in "fc"):
             alias.replace(st, orig, new)
     return r
+
+
+def _redo_method(st, name, args, kwargs):
+    """The same method call on another array (views.note_call)."""
+    return lambda b: call(st, getattr(b, name) if isinstance(b, np.ndarray) else BoundMethod(name, b), args, kwargs)
+
+
+def _redo_func(st, fn, args, kwargs):
+    """The same function call with another first argument (views.note_call)."""
+    return lambda b: call(st, fn, [b] + list(args[1:]), kwargs)
 
 
 def _zero_arg_super(st):

@@ -26,7 +26,7 @@ from ..ir.core import Body, Const
 from ..ir.names import NameSupply
 from ..ir.types import I64, TensorType, promote
 from ..pytree import flatten, unflatten
-from . import alias, ops
+from . import alias, ops, views
 from .iterables import (TracedIterable, as_loop_iter, traced_enumerate, traced_range,  # noqa: F401  (calls, staging)
                         traced_reversed, traced_zip)
 from .values import (UNSET, ConcreteNeeded, NeedUnroll, Poisoned, Traced, copy_containers, is_weak,
@@ -208,6 +208,7 @@ def stage_if(st, s):
         outs = _emit_if(st, c, m, b1, b2)
         ret = Merger.fill(merged, outs)
         alias.after_if(st, {"": r1[1]}, {"": r2[1]}, {"": ret}, s.lineno)
+        views.after_if(st, {"": r1[1]}, {"": r2[1]}, {"": ret}, s.lineno)
         return ("return", ret)
     if r1 is not None or r2 is not None:
         raise StagingError("internal: only one branch of a traced `if` returned")
@@ -223,6 +224,7 @@ def stage_if(st, s):
     cache: dict = {}
     new = {k: Merger.fill(v, outs, cache) for k, v in merged.items()}
     alias.after_if(st, e1, e2, new, s.lineno)
+    views.after_if(st, e1, e2, new, s.lineno)
     env0.clear()
     env0.update(new)
     return None
@@ -250,7 +252,9 @@ def stage_ifexp(st, e):
     (b1, v1), (b2, v2) = vals
     m = Merger(b1, b2, e.lineno)
     merged = m.value("conditional expression", v1, v2, strict=True)
-    return Merger.fill(merged, _emit_if(st, c, m, b1, b2))
+    out = Merger.fill(merged, _emit_if(st, c, m, b1, b2))
+    views.after_if(st, {"": v1}, {"": v2}, {"": out}, e.lineno)
+    return out
 
 
 # -- loops ------------------------------------------------------------------------------
@@ -403,6 +407,7 @@ def _start_env(st, b, env0, carry, unshare=frozenset()):
                 shared[id(leaf)] = (leaf, t, len(params) - 1)
             leaves.append(t)
         env[name] = unflatten(tdef, leaves)
+    views.enter_loop(st, env0, env)
     return env, params, init, slots
 
 
@@ -450,10 +455,12 @@ def _ir_loop(st, s, it, cond0, require_traced=False):
         env, params, init, slots = _start_env(st, bb, env0, carry, unshare)
         idx = bb.fresh("i", I64) if it is not None else None
         start_pos = alias.positions(env)
+        start_env = _copy_env(env)
         mark = len(st.updated)
         after, cond = _run_body(st, s, it, bb, env, idx)
-        split = alias.loop_body(env0, start_pos, after, init, slots,
-                               {id(o) for o in st.updated[mark:]})
+        updated = {id(o) for o in st.updated[mark:]}
+        split = alias.loop_body(env0, start_pos, after, init, slots, updated)
+        bad_views = views.loop_end(st, start_env, after, updated)
         if not split:
             break
         unshare |= split
@@ -501,6 +508,7 @@ def _ir_loop(st, s, it, cond0, require_traced=False):
                 leaves.append(out_vals.setdefault(j, Traced(outs[j])))
         new_env[name] = unflatten(tdef, leaves)
     alias.after_loop(st, env0, after, new_env, s.lineno)
+    views.after_loop(st, env0, start_env, new_env, bad_views, s.lineno)
     for name in after:
         if name not in env0:
             new_env[name] = Poisoned(name, f"'{name}' is assigned inside the loop at line {s.lineno}, which is staged "

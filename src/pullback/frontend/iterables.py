@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..errors import StagingError
 from . import ops
+from .views import note_row
 from .values import ConcreteNeeded, Poisoned, Traced, is_weak
 
 
@@ -86,7 +87,7 @@ def as_loop_iter(st, it):
         if it.ndim == 0:
             raise StagingError("iteration over a 0-d (scalar) traced value")
         x = it
-        return TracedIterable(x.shape[0], lambda i: ops.getitem(st, x, i), "array")
+        return TracedIterable(x.shape[0], lambda i: note_row(st, x, i, ops.getitem(st, x, i)), "array")
     if isinstance(it, Poisoned):
         raise it.error()
     return list(it)

@@ -478,7 +478,8 @@ def attribute(st, x: Traced, name: str):
     if name == "dtype":
         return x.dtype
     if name == "T":
-        return ops.transpose(st, x)
+        from .views import note_call
+        return note_call(st, "T", x, ops.transpose(st, x))
     if name in METHODS:
         return BoundMethod(name, x)
     raise StagingError(f"traced arrays have no supported attribute '{name}'",

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..errors import PullbackError, StagingError, UnsupportedSyntaxError
-from . import control, ops
+from . import control, ops, views
 from .numpy_api import BoundMethod, attribute
 from .assign import Assignments, _has_traced, _hint, _is_array  # noqa: F401  (_hint: control)
 from .rewrite import UNSET_NAME
@@ -98,6 +98,8 @@ class Interp(Assignments):
         self.ambiguous = {}  # id -> (array object, line): aliasing decided at run time (alias.mark_ambiguous)
         self.updated = []  # array objects updated in place so far (alias.replace), read by IR loops
         self.hidden = ()  # names of the frame variables that follow the argument arrays (alias.hidden_name)
+        self.views = {}  # id -> views.View: the array objects that are views of another (Note [view-mutation])
+        self.view_kids = {}  # id of a base -> [views.View] made of it
 
     # -- plumbing -------------------------------------------------------------
     @contextmanager
@@ -415,20 +417,24 @@ class Interp(Assignments):
         if isinstance(v, Poisoned):
             raise v.error()
         try:
-            return getattr(v, _mangle(e.attr, getattr(self.src, "cls", None)))
+            r = getattr(v, _mangle(e.attr, getattr(self.src, "cls", None)))
         except AttributeError as ex:
             raise StagingError(str(ex)) from None
+        if e.attr == "T" and isinstance(v, np.ndarray):
+            views.note_call(self, "T", v, r)
+        return r
 
     def e_Subscript(self, e):
         return self.subscript(self.eval(e.value), self.eval(e.slice))
 
     def subscript(self, v, key):
         if isinstance(v, Traced) or (isinstance(v, np.ndarray) and _has_traced(key)):
-            return ops.getitem(self, v, key)
+            return views.note_index(self, v, key, ops.getitem(self, v, key))
         if _has_traced(key):
             raise ConcreteNeeded(f"a Python {type(v).__name__} is indexed with a traced value",
                                  hint="make the container an array (np.array / np.stack), or pass the index as a static argument")
-        return v[key]
+        r = v[key]
+        return views.note_index(self, v, key, r) if isinstance(v, np.ndarray) else r
 
     def e_Slice(self, e):
         f = lambda x: None if x is None else self.eval(x)  # noqa: E731
