@@ -77,6 +77,7 @@ class RevContext:
         self.new_funcs: list[Func] = []
         # per-function state, set by `func`
         self.varied: set = set()
+        self.fparams: set = set()    # the parameters of the function being split
         self.supply: NameSupply | None = None
         # var -> (builder, out): `out`, emitted into `builder`, holds var's value again
         # (a loop's return sweep restores the array it updated in place, note [nested-undo])
@@ -95,11 +96,11 @@ class RevContext:
             fwd, bwd = self.split_names(name)
             self.new_funcs.append(split.wrapper(self, f, new, fwd, bwd))
             return new
-        saved = (self.varied, self.supply)
+        saved = (self.varied, self.supply, self.fparams)
         try:
             self.new_funcs.append(self._build(f, new))
         finally:
-            self.varied, self.supply = saved
+            self.varied, self.supply, self.fparams = saved
         return new
 
     def split_names(self, name: str) -> tuple[str, str]:
@@ -107,11 +108,11 @@ class RevContext:
         fwd, bwd = self.fwd_names.name(name), self.bwd_names.name(name)
         if ("split", name) not in self.built:
             self.built.add(("split", name))
-            saved = (self.varied, self.supply)
+            saved = (self.varied, self.supply, self.fparams)
             try:
                 fo, bo = split.build(self, self.prog.func(name), fwd, bwd)
             finally:
-                self.varied, self.supply = saved
+                self.varied, self.supply, self.fparams = saved
             self.new_funcs += [fo, merge_calls_func(bo, self.vjp_of)]
         return fwd, bwd
 

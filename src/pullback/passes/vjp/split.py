@@ -69,6 +69,7 @@ def has_split(ctx, e) -> bool:
 def build(ctx, f: Func, fwd_name: str, bwd_name: str) -> tuple[Func, Func]:
     plan = ctx.plan
     ctx.supply = NameSupply(all_names(f))
+    ctx.fparams = set(f.params)
     ctx.varied = {p for p in f.params if differentiable(p.type)}
     mark_body(f.body, ctx.varied)
     F = Builder(ctx.supply)
@@ -95,6 +96,8 @@ def build(ctx, f: Func, fwd_name: str, bwd_name: str) -> tuple[Func, Func]:
     rev_scope(ctx, R, f.body, adj, info, rt)
     grads = [adj.get_or_zero(p) for p in f.params if differentiable(p.type)]
     rbody = Body(tuple(R.stmts), tuple(rt.atoms() + grads))
+    residuals, remat = _residuals(ctx, F.stmts, free_vars(rbody))
+    rbody = Body(tuple(remat) + rbody.stmts, rbody.result)
     fv = free_vars(rbody)
     read = [i for i, p in enumerate(f.params) if p in fv]
     for i in read:
@@ -103,7 +106,6 @@ def build(ctx, f: Func, fwd_name: str, bwd_name: str) -> tuple[Func, Func]:
                                    f"'{f.params[i].name}' twice", loc=f.loc,
                                    hint="use checkpoint=pb.Joint() for this derivative")
     plan.require(f.name, read)
-    residuals = _residuals([v for st in F.stmts for v in st.pat], fv)
     for v in residuals:
         tape.push(F, v)
     fwd = Func(fwd_name, f.params + tuple(tin.atoms()),
@@ -148,8 +150,45 @@ def wrapper(ctx, f: Func, name: str, fwd_name: str, bwd_name: str) -> Func:
     return Func(name, f.params + tuple(cts), b.body(list(outs[:nres]) + grads), ret, f.loc)
 
 
-def _residuals(bound, fv) -> list:
-    return [v for v in dict.fromkeys(bound) if v in fv]
+# scalar primitives a return sweep recomputes instead of popping (note [split-calls])
+_REMAT = frozenset({"add", "sub", "mul", "neg", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "xor",
+                    "cast", "maximum", "minimum", "abs", "sign", "where", "index"})
+
+
+def _residuals(ctx, stmts, fv, extra=()) -> tuple[list, list]:
+    """(pushed, recomputed): the values a scope's return sweep reads (`fv`) that the
+    scope's forward sweep binds (its statements `stmts`, and `extra` binders such as
+    loop parameters), split into those it stores and the scalar statements it
+    recomputes from its inputs (child ids `left[i]`, counters `d - 1`, tests `d == 0`):
+    cheap scalar primitives whose array operands are parameters of the function
+    (passed to `f_bwd` again, not stored)."""
+    defs = {v: st for st in stmts for v in st.pat}
+    order = list(dict.fromkeys(list(extra) + [v for st in stmts for v in st.pat]))
+    bound = set(order)
+    need = {v for v in fv if v in bound}
+    remat: set = set()
+    todo = list(need)
+    while todo:
+        v = todo.pop()
+        st = defs.get(v)
+        if v in remat or st is None or not _cheap(ctx, st):
+            continue
+        remat.add(v)
+        need.discard(v)
+        for a in st.exp.args:
+            if isinstance(a, Var) and a in bound and a not in remat and a not in need:
+                need.add(a)
+                todo.append(a)
+    again = [Let(st.pat, st.exp, dataclasses.replace(st.loc, role="recompute") if st.loc else None)
+             for st in stmts if st.pat and st.pat[0] in remat]
+    return [v for v in order if v in need], again
+
+
+def _cheap(ctx, st) -> bool:
+    e = st.exp
+    return (isinstance(e, Prim) and e.op in _REMAT and len(st.pat) == 1
+            and isinstance(st.pat[0].type, TensorType) and st.pat[0].type.ndim == 0
+            and all(not isinstance(a, Var) or not a.type.shape or a in ctx.fparams for a in e.args))
 
 
 # ---------------------------------------------------------------------------
@@ -306,7 +345,8 @@ def _if_rev(ctx, R, st, adj, ii: _IfInfo, tape: Tape) -> None:
     for br, (rb, start, rt, g, inner) in zip(ii.branches, built):
         res = [g[k] if g[k] is not None else zero_of(rb, fvs[k], names.adjoint(fvs[k].name)) for k in keep]
         body = Body(tuple(rb.stmts), tuple(res) + tuple(rt.atoms()))
-        residuals = _residuals([v for s in br.b.stmts for v in s.pat], free_vars(body))
+        residuals, remat = _residuals(ctx, br.b.stmts, free_vars(body))
+        body = Body(tuple(remat) + body.stmts, body.result)
         for v in residuals:
             br.tape.push(br.b, v)
         pb_ = R.child()
@@ -406,8 +446,8 @@ def _loop_rev(ctx, R, st, adj, li: _LoopInfo, tape: Tape) -> None:
     new_pa = [inner.get_or_zero(e.params[i], rb) for i in act]
     new_fa = [inner.get(v) for v in fvs]
     body = Body(tuple(rb.stmts), tuple(new_pa) + tuple(new_fa) + tuple(rt.atoms()))
-    per_iter = list(e.params) + [v for s in li.lb.stmts for v in s.pat]
-    residuals = _residuals(per_iter, free_vars(body))
+    residuals, remat = _residuals(ctx, li.lb.stmts, free_vars(body), e.params)
+    body = Body(tuple(remat) + body.stmts, body.result)
     for v in residuals:
         li.tape.push(li.lb, v)
     new = Let(li.let.pat, _loop_exp(e, li, li.let.exp.init[npar:npar + len(ctx.plan.types)]), li.let.loc)
