@@ -153,7 +153,8 @@ def test_derivative_source_is_split():
     src = pb.derivative_source(chain, 0.3, np.int64(3))
     assert "def chain_fwd(" in src and "def chain_bwd(" in src
     bwd = src.split("def chain_bwd(")[1].split("\ndef ")[0]
-    assert "chain(" not in bwd and "chain_fwd(" not in bwd     # the callee is not executed again
+    code = "\n".join(ln for ln in bwd.splitlines() if not ln.strip().startswith("#"))
+    assert "chain(" not in code and "chain_fwd(" not in code   # the callee is not executed again
     assert ".pop()" in bwd and "# recompute of" in bwd         # it pops r; it recomputes d == 0
     joint = pb.derivative_source(chain, 0.3, np.int64(3), checkpoint=pb.Joint())
     assert "chain_fwd" not in joint
