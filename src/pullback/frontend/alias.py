@@ -88,6 +88,7 @@ def replace(st, old, new):
         _check(frames, o)
     for o, n in pairs:
         st.updated.append(o)
+        st.replaced[id(o)] = (o, n)
         for f, writable in frames:
             if writable:
                 for k, v in list(f.vars.items()):

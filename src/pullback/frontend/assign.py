@@ -162,6 +162,9 @@ class Assignments:
             rec = views.record(self, v)
             if rec is not None:  # `row = A[0]`: the renamed value is the view
                 views.register(self, out, rec.base, rec.kind, rec.data, rec.contig)
+            amb = self.ambiguous.get(id(v))
+            if amb is not None and amb[0] is v:
+                alias.mark_ambiguous(self, [out], amb[1])
             return out
         return v
 

@@ -461,6 +461,11 @@ def _ir_loop(st, s, it, cond0, require_traced=False):
         updated = {id(o) for o in st.updated[mark:]}
         split = alias.loop_body(env0, start_pos, after, init, slots, updated)
         bad_views = views.loop_end(st, start_env, after, updated)
+        src = getattr(it, "array", None)
+        if src is not None and (id(src) in updated or any(
+                o is src and id(start_pos.get(p)) in updated for p, o in alias.positions(env0).items())):
+            raise NeedUnroll("the loop updates in place the array it iterates over",
+                             hint="iterate over the indices (for i in range(len(a)): ...)")
         if not split:
             break
         unshare |= split

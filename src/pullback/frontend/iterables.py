@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..errors import StagingError
 from . import ops
-from .views import note_row
+from .views import latest, note_row
 from .values import ConcreteNeeded, Poisoned, Traced, is_weak
 
 
@@ -87,7 +87,14 @@ def as_loop_iter(st, it):
         if it.ndim == 0:
             raise StagingError("iteration over a 0-d (scalar) traced value")
         x = it
-        return TracedIterable(x.shape[0], lambda i: note_row(st, x, i, ops.getitem(st, x, i)), "array")
+        def row(i):
+            # a view of the array as it is now (NumPy iterates over its memory)
+            cur = x if isinstance(i, Traced) else latest(st, x)
+            return note_row(st, cur, i, ops.getitem(st, cur, i))
+
+        ti = TracedIterable(x.shape[0], row, "array")
+        ti.array = x
+        return ti
     if isinstance(it, Poisoned):
         raise it.error()
     return list(it)

@@ -100,6 +100,7 @@ class Interp(Assignments):
         self.hidden = ()  # names of the frame variables that follow the argument arrays (alias.hidden_name)
         self.views = {}  # id -> views.View: the array objects that are views of another (Note [view-mutation])
         self.view_kids = {}  # id of a base -> [views.View] made of it
+        self.replaced = {}  # id -> (array object, the object alias.replace rebound it to)
 
     # -- plumbing -------------------------------------------------------------
     @contextmanager

@@ -41,7 +41,7 @@ _COPY_HINT = "copy it first with .copy(), or update the base array"
 class View:
     """`view` shares memory with `base`. kind: 'index' (data: the key), 'transpose' (the
     permutation), 'reshape' (the view's shape), 'readonly' ((what, forward function)),
-    'unknown' ((what, why)). `contig`: the view is C-contiguous in NumPy."""
+    'unknown' ((what, why)), 'row' (a row of the array a `for` iterates over in an IR loop). `contig`: the view is C-contiguous in NumPy."""
 
     __slots__ = ("view", "base", "kind", "data", "contig")
 
@@ -130,11 +130,20 @@ def note_index(st, base, key, result):
     return result
 
 
+def latest(st, x):
+    """The array object `x` became through in-place updates (`alias.replace`)."""
+    for _ in range(100000):
+        hit = st.replaced.get(id(x))
+        if hit is None or hit[0] is not x:
+            return x
+        x = hit[1]
+    return x
+
+
 def note_row(st, base, i, result):
     """`result` is row `i` of `base` in a `for` over the array."""
     if isinstance(i, Traced):
-        _unknown(st, result, base, "iterating over an array in a loop staged as an IR loop",
-                 "pullback does not carry updates of the rows back into the array")
+        register(st, result, base, "row", None, False)
         return result
     return note_index(st, base, i, result)
 
@@ -196,8 +205,16 @@ def _key_concrete(key):
     return all(not isinstance(k, Traced) for k in _entries(key))
 
 
+def _row(rec):
+    # the loop is unrolled (static trip count, exact) or fails with a located error
+    return NeedUnroll("the rows of the array the loop iterates over are updated in place, or the array is",
+                      hint="iterate over the indices (for i in range(len(a)): a[i] *= 2)")
+
+
 def _forward(st, rec, b):
     """The view `rec` makes of the (new) base `b`."""
+    if rec.kind == "row":
+        raise _row(rec)
     if rec.kind == "index":
         key = rec.data
         if isinstance(b, np.ndarray) and _key_concrete(key):
@@ -215,6 +232,8 @@ def _forward(st, rec, b):
 
 def _backward(st, rec, new):
     """The base of `rec` after its view was set to `new`."""
+    if rec.kind == "row":
+        raise _row(rec)
     b = rec.base
     if rec.kind == "index":
         key = rec.data
