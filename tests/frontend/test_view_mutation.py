@@ -414,3 +414,41 @@ def test_numba():
     A = np.arange(12.0).reshape(3, 4) / 7.0
     _agree(loop_rows_traced, A, 0.5, np.int64(3), backend="numba")
     _agree(base_then_views, A, 0.5, backend="numba")
+
+
+# -- a helper given an array and a view of it ------------------------------------------------
+
+def h_base(A, r, x):
+    A[0, 1] = x
+    return np.sum(r * r)
+
+
+def h_view(A, r, x):
+    r[1] = x
+    return np.sum(A * A)
+
+
+def gives_both(A, x):
+    A = A.copy()
+    return h_base(A, A[0], x) + h_view(A, A[0], x * x) + h_view(A.T, A, x) + np.sum(A)
+
+
+def h_two(r, s, x):
+    r[1] = x
+    return np.sum(s)
+
+
+def siblings(A, x):
+    A = A.copy()
+    return h_two(A[0], A[:, 1], x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_helper_gets_array_and_view(backend):
+    _agree(gives_both, np.arange(12.0).reshape(3, 4), 0.5, backend=backend)
+
+
+def test_helper_gets_sibling_views_is_an_error():
+    with pytest.raises(pb.PullbackError) as e:
+        pb.jit(siblings)(np.ones((3, 4)), 0.5)
+    assert "views of the same array" in str(e.value) and "test_view_mutation.py" in str(e.value)

@@ -30,7 +30,7 @@ from ..ir.core import Apply, Body, Func, Prog
 from ..ir.names import NameSupply
 from ..ir.types import TensorType
 from ..pytree import TreeDef, flatten, unflatten
-from . import alias
+from . import alias, views
 from .numpy_api import describe
 from .source import function_ast
 from .staging import _MISSING_RET, Frame, Interp
@@ -152,14 +152,21 @@ def _bind(fn, args, kwargs):
 def call_function(st, fn, args, kwargs):
     """Call a user Python function with (some) traced arguments: an `Apply` of its `Func`."""
     names, vals = _bind(fn, args, kwargs)
-    key = (fn, signature_of(tuple(vals)))
+    # arguments that are views of each other stay so in the callee (Note [view-mutation])
+    vpat, related = views.arg_pattern(st, flatten(tuple(vals))[0])
+    key = (fn, signature_of(tuple(vals))) + ((views.pattern_key(vpat),) if vpat else ())
     state = st.state
     entry = state.cache.get(key)
     if entry is None:
         info = state.in_progress.get(key)
         if info is not None:
             return _recursive_call(st, fn, info, vals)
-        entry = stage_func(state, fn, names, vals, key, runner=None, loc=st.loc, track=True)
+        entry = stage_func(state, fn, names, vals, key, runner=None, loc=st.loc, track=True, view_pat=vpat)
+    if related and entry.hidden:
+        raise StagingError(f"'{_func_hint(fn)}' updates an argument in place, and some of its array arguments are "
+                           "views of the same array in a way pullback cannot follow inside it (views with traced "
+                           "indices, or two views of an array that is not an argument)",
+                           hint="pass the base array and the indices instead, or copy the views (.copy())")
     return _apply_entry(st, entry, vals)
 
 
@@ -257,7 +264,7 @@ def _cells(fn):
 
 
 def stage_func(state, fn, names, vals, key, runner=None, loc=None, force_atoms=False, fname=None,
-               track=False) -> FuncEntry:
+               track=False, view_pat=()) -> FuncEntry:
     """Stage `fn` (bound to `names`=`vals`) as a complete IR `Func`; cache it under `key`.
     `track`: return the final values of the argument arrays it updates in place as hidden
     results (`FuncEntry.hidden`, Note [argument-mutation]); without it only a recursive
@@ -306,6 +313,7 @@ def stage_func(state, fn, names, vals, key, runner=None, loc=None, force_atoms=F
                 frame.vars.update({h: pleaves[k] for h, k in zip(hidden, info.slots)})
                 st = Interp(state, b, src, frame, info)
                 st.hidden = tuple(hidden)
+                views.enter_call(st, pleaves, view_pat)
                 ret = st.run(src.body)
                 if hidden:
                     ret, finals = ret if ret is not None else (None, tuple(frame.vars[h] for h in hidden))

@@ -460,3 +460,47 @@ def after_loop(st, env0, start, new_env, bad, line):
 
 __all__ = ["View", "after_if", "after_loop", "enter_loop", "is_contig", "loop_end", "note_call", "note_index",
            "note_row", "record", "register", "write_through"]
+
+
+# -- calls -----------------------------------------------------------------------------------
+
+def arg_pattern(st, leaves):
+    """(pattern, related) for the argument leaves of a call: pattern lists (k, j, kind, data,
+    contig) for leaf k a view of leaf j that the callee can re-make (static index, transpose,
+    reshape); `related` says whether other argument leaves share memory in a way it cannot follow."""
+    first: dict = {}
+    for i, x in enumerate(leaves):
+        if _is_array(x):
+            first.setdefault(id(x), i)
+    roots: dict = {}
+    pat, related = [], False
+    for k, x in enumerate(leaves):
+        if not _is_array(x) or first[id(x)] != k:
+            continue
+        rec = record(st, x)
+        root, direct = x, None
+        while rec is not None:
+            if direct is None and id(rec.base) in first:
+                direct = rec
+            root = rec.base
+            rec = record(st, root)
+        roots.setdefault(id(root), []).append(k)
+        if direct is not None and direct.base is record(st, x).base and direct.kind in ("index", "transpose", "reshape") \
+                and (direct.kind != "index" or _key_concrete(direct.data)):
+            pat.append((k, first[id(direct.base)], direct.kind, direct.data, direct.contig))
+    covered = {k for k, *_ in pat}
+    for ks in roots.values():
+        # leaves with a common root: fine only if each is a re-made view of another one
+        if len(ks) > 1 and len([k for k in ks if k not in covered]) > 1:
+            related = True
+    return pat, related
+
+
+def pattern_key(pat):
+    return tuple((k, j, kind, _sig(data)) for k, j, kind, data, _ in pat)
+
+
+def enter_call(st, pleaves, pat):
+    """In the callee: its parameters are views of each other as the caller's arguments were."""
+    for k, j, kind, data, contig in pat:
+        register(st, pleaves[k], pleaves[j], kind, data, contig)
