@@ -367,3 +367,32 @@ def test_slices_of_an_updated_array_are_copied_not_the_array():
     src = pb.derivative_source(cost, C, P)
     assert "D_adj = D_adj.copy()" not in src and "D = D.copy()" not in src, src
     np.testing.assert_allclose(pb.grad(cost, backend="pysource")(C, P), pb.grad(cost, backend="interp")(C, P))
+
+
+def test_inplace_accumulation_keeps_values_still_read():
+    """`acc += g` reuses acc's name; a loop result that prefers that name must not
+    take it while the accumulated value is still read (VJP of JVP of a loop: the
+    value was overwritten and the second-order gradient was wrong)."""
+    from pullback.frontend import stage
+    from pullback.passes.jvp import jvp_prog
+    from pullback.passes.vjp import vjp_prog
+
+    def f(x, n):
+        acc = x
+        total = 0.0
+        for i in range(n):
+            acc = np.cos(acc) + 0.1 * i
+            total = total + np.sum(acc ** 2)
+        return total
+
+    x = np.array([0.5, 1.0, -0.3])
+    st = stage(f, (x, 7))
+    jp, jn = jvp_prog(st.prog)
+    vp, vn = vjp_prog(jp, jn)
+    rng = np.random.default_rng(0)
+    args = [x, np.int64(7), rng.normal(size=3), 0.7, -0.4]
+    want = interp.run(vp, *args, fname=vn)
+    got = pysource.run(vp.with_funcs(vp.funcs, entry=vn), *args)
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    assert "+= " in pysource.emit_prog(vp.with_funcs(vp.funcs, entry=vn))

@@ -315,14 +315,20 @@ class _FuncEmitter(_PrimEmitter):
             taken_names.add(name)
             self.prefer[r] = name
 
-    @staticmethod
-    def _dead_after(body: Body, p: Var, k: int) -> bool:
+    def _dead_after(self, body: Body, p: Var, k: int) -> bool:
+        """Is `p`'s Python name free once statement k has run? Not while p, or a
+        value updated in place from p (which lives under p's name), is still read."""
         from ...ir.traverse import free_vars
 
-        if p in body.result:
+        names = {p}
+        for s in body.stmts[:k + 1]:
+            target = s.exp.args[0] if id(s) in self.own.inplace else self.own.inplace_add.get(id(s))
+            if target is not None and target in names and s is not body.stmts[k]:
+                names.update(s.pat[:1])
+        if names & set(body.result):
             return False
         for s in body.stmts[k + 1:]:
-            if p in free_vars(s.exp):
+            if names & free_vars(s.exp):
                 return False
         return True
 
