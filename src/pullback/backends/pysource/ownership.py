@@ -117,6 +117,27 @@ class _Ownership:
         self.loop_copy: dict = {}   # id(Let of a Loop) -> owned params whose init is copied at entry
         self.body(f.body, mine)
 
+    def _local(self, body: Body) -> Counter:
+        """Aliasing uses (as counted in `count`) inside `body`, nested bodies included."""
+        from ...ir.traverse import exp_atoms, exp_scopes, iter_lets
+
+        out: Counter = Counter()
+        for st in iter_lets(body):
+            e = st.exp
+            if isinstance(e, Prim):
+                if not (e.op == "index" and st.pat[0] in self.copied):
+                    out.update(a for a in _aliasing_args(e) if isinstance(a, Var))
+            elif isinstance(e, Apply):
+                out.update(a for a in e.args if isinstance(a, Var))
+            elif isinstance(e, Loop):
+                out.update(a for a in tuple(e.init) + tuple(e.body.result) if isinstance(a, Var))
+            else:
+                if not isinstance(e, If):
+                    out.update(a for a in exp_atoms(e) if isinstance(a, Var))
+                for _, b in exp_scopes(e):
+                    out.update(a for a in b.result if isinstance(a, Var))
+        return out
+
     def _use(self, a, base: bool):
         if isinstance(a, Var):
             self.count[a] += 1
@@ -135,18 +156,21 @@ class _Ownership:
             if isinstance(a, Var):
                 last[a] = len(stmts)
         here = set(binders)
+        # aliasing uses inside this body: an array bound here (or owned on entry)
+        # has all its uses in it, so these decide (the other branch of an `if` never runs with it)
+        local = self._local(body)
         for k, st in enumerate(stmts):
             e = st.exp
             if isinstance(e, Prim):
                 if e.op in ("index_update", "take_add") and e.args and isinstance(e.args[0], Var):
                     x = e.args[0]
-                    if (x in here and x in self.owned and self.count[x] == 0 and last.get(x) == k
+                    if (x in here and x in self.owned and local[x] == 0 and last.get(x) == k
                             and x not in e.args[1:] and _ndim(x) > 0):
                         self.inplace.add(id(st))
                 if e.op == "add" and _ndim(st.pat[0]) > 0:
                     for x in e.args:   # `acc + g` with acc owned and dead: `acc += g`
                         if (isinstance(x, Var) and x.type == st.pat[0].type and x in here and x in self.owned
-                                and self.count[x] == 0 and last.get(x) == k and e.args.count(x) == 1):
+                                and local[x] == 0 and last.get(x) == k and e.args.count(x) == 1):
                             self.inplace_add[id(st)] = x
                             break
                 if _fresh_result(e) or (e.op == "index" and st.pat and st.pat[0] in self.copied):
@@ -158,20 +182,20 @@ class _Ownership:
             elif isinstance(e, If):
                 self.if_(st, k, last, here)
             elif isinstance(e, Apply):
-                self.call(st, k, last, here)
+                self.call(st, k, last, here, local)
             else:
                 for bs, b in exp_scopes(e):
                     self.body(b, bs)
             here.update(st.pat)
 
-    def call(self, st: Let, k: int, last: dict, here: set) -> None:
+    def call(self, st: Let, k: int, last: dict, here: set, local: Counter) -> None:
         """Arguments for donated parameters: passed as is only when owned here and
         dead after the call (else copied); the results returned for them are owned."""
         e: Apply = st.exp
         pairs = self.donated_of.get(e.func, ())
         for i, j in pairs:
             x = e.args[i]
-            if not (isinstance(x, Var) and x in here and x in self.owned and self.count[x] == 1
+            if not (isinstance(x, Var) and x in here and x in self.owned and local[x] == 1
                     and last.get(x) == k and sum(1 for a in e.args if a == x) == 1):
                 self.call_copy.setdefault(id(st), set()).add(i)
             if _ndim(st.pat[j]) > 0:
@@ -182,7 +206,8 @@ class _Ownership:
         and an `if` result is owned when each branch returns an array it owns
         (bound in the branch, or one of those dying arrays), all distinct."""
         e: If = st.exp
-        dying = tuple(v for v in here if v in self.owned and self.count[v] == 0 and last.get(v) == k
+        inner = self._local(Body((st,), ()))   # all of v's aliasing uses are in this `if`
+        dying = tuple(v for v in here if v in self.owned and self.count[v] == inner[v] and last.get(v) == k
                       and _ndim(v) > 0)
         ok = [True] * len(st.pat)
         for b in (e.then, e.else_):
