@@ -159,6 +159,7 @@ class _Ownership:
         # aliasing uses inside this body: an array bound here (or owned on entry)
         # has all its uses in it, so these decide (the other branch of an `if` never runs with it)
         local = self._local(body)
+        made_here = {v for s in stmts for v in s.pat}
         for k, st in enumerate(stmts):
             e = st.exp
             if isinstance(e, Prim):
@@ -168,7 +169,10 @@ class _Ownership:
                             and x not in e.args[1:] and _ndim(x) > 0):
                         self.inplace.add(id(st))
                 if e.op == "add" and _ndim(st.pat[0]) > 0:
-                    for x in e.args:   # `acc + g` with acc owned and dead: `acc += g`
+                    # `acc + g` with acc owned and dead: `acc += g`; prefer an accumulator
+                    # that came in (a donated adjoint) over a temporary made here, which
+                    # numba's loop fusion may never materialise
+                    for x in sorted(e.args, key=lambda a: a in made_here):
                         if (isinstance(x, Var) and x.type == st.pat[0].type and x in here and x in self.owned
                                 and local[x] == 0 and last.get(x) == k and e.args.count(x) == 1):
                             self.inplace_add[id(st)] = x
@@ -232,6 +236,9 @@ class _Ownership:
         bound_in_body = {v for s in e.body.stmts for v in s.pat}
         cand = set()
         copy = set()   # params whose initial array is copied once at loop entry to own it
+        passes = Counter(a for st in e.body.stmts if isinstance(st.exp, If)
+                         for br in (st.exp.then, st.exp.else_) for a in br.result
+                         if isinstance(a, Var) and a in e.params)
         for j, (p, x0) in enumerate(zip(e.params, e.init)):
             if _ndim(p) == 0 or j >= len(res):
                 continue
@@ -242,8 +249,10 @@ class _Ownership:
                     continue
                 copy.add(j)
             # a use as an inner loop's initial value is safe: that loop copies it
-            # at entry unless it is the last use (then ownership passes on)
-            if self.count[p] - self.inits[p] > (1 if r == p else 0):
+            # at entry unless it is the last use (then ownership passes on); so is
+            # a branch of an `if` in the body yielding it unchanged (the `if` then
+            # owns it, or the check below drops the candidate)
+            if self.count[p] - self.inits[p] - passes[p] > (1 if r == p else 0):
                 continue
             if r != p and not (isinstance(r, Var) and r in bound_in_body and self.count[r] == 1):
                 continue
