@@ -396,3 +396,34 @@ def test_inplace_accumulation_keeps_values_still_read():
     for w, g in zip(want, got):
         np.testing.assert_allclose(g, w, rtol=1e-12)
     assert "+= " in pysource.emit_prog(vp.with_funcs(vp.funcs, entry=vn))
+
+
+def test_array_updated_in_a_loop_branch_is_copied_once():
+    """A parameter updated in place under an `if` inside a loop (an SGD step
+    writing rows of an embedding table) is copied once at loop entry, not on
+    every iteration; the `if`'s other branch yields it unchanged."""
+    import pullback as pb
+
+    def step(E, rows, g, n):
+        for k in range(n):
+            if rows[k] >= 0:
+                E[rows[k]] -= 0.1 * g[k]
+        return E
+
+    E = np.arange(12.0).reshape(4, 3)
+    rows = np.array([2, -1, 0, 2])
+    g = np.ones((4, 3))
+    from pullback.frontend import stage
+
+    body = pysource.emit_prog(stage(step, (E, rows, g, 4)).prog)
+    lines = body.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.strip().startswith("for "))
+    loop = "\n".join(lines[start:])
+    assert ".copy()" in body and ".copy()" not in loop, body
+    want = E.copy()
+    for k in range(4):
+        if rows[k] >= 0:
+            want[rows[k]] -= 0.1 * g[k]
+    for be in ("pysource", "interp", "numba"):
+        np.testing.assert_allclose(pb.jit(step, backend=be)(E, rows, g, 4), want)
+    np.testing.assert_array_equal(E, np.arange(12.0).reshape(4, 3))   # the caller's array is unchanged
