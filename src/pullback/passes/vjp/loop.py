@@ -306,24 +306,47 @@ def fwd(ctx, b, st) -> LoopTape:
     return tape
 
 
-def rev(ctx, b, st, adj, tape: LoopTape) -> None:
+@dataclass
+class ReverseFrame:
+    """The adjoint parameters of a reverse loop (shared by `rev` and split mode's loops):
+    `act` indices of the varied loop parameters, `fvs` the varied free variables the
+    body reads; `pa`/`fa` their reverse-loop parameters and `*_init` initial values;
+    `rb` the reverse body's builder and `k` its index."""
+    act: list
+    fvs: list
+    rb: object
+    k: Var
+    pa: dict
+    pa_init: dict
+    fa: dict
+    fa_init: dict
+
+
+def reverse_frame(ctx, b, st, adj) -> ReverseFrame:
     e = st.exp
-    npar = len(e.params)
-    outs = st.pat[:npar]
+    outs = st.pat[:len(e.params)]
     cts = [adj.get(v) for v in outs]
-    if all(c is None for c in cts):
-        return
     act = [k for k, p in enumerate(e.params) if differentiable(p.type) and p in ctx.varied]
     bound = set(e.params) | ({e.form.index} if isinstance(e.form, ForForm) else set())
     fvs = sorted((v for v in free_vars(e.body) - bound if v in ctx.varied and differentiable(v.type)),
                  key=lambda v: v.name)
     rb = b.child()
     k = rb.fresh("k", I64)
-    # reverse-loop parameters and their initial values
-    pa = {i: rb.fresh(names.adjoint(e.params[i].name), e.params[i].type) for i in act}
-    pa_init = {i: cts[i] if cts[i] is not None else adj.get_or_zero(outs[i]) for i in act}
-    fa = {v: rb.fresh(names.adjoint(v.name), v.type) for v in fvs}
-    fa_init = {v: adj.get_or_zero(v) for v in fvs}
+    return ReverseFrame(act, fvs, rb, k,
+                        {i: rb.fresh(names.adjoint(e.params[i].name), e.params[i].type) for i in act},
+                        {i: cts[i] if cts[i] is not None else adj.get_or_zero(outs[i]) for i in act},
+                        {v: rb.fresh(names.adjoint(v.name), v.type) for v in fvs},
+                        {v: adj.get_or_zero(v) for v in fvs})
+
+
+def rev(ctx, b, st, adj, tape: LoopTape) -> None:
+    e = st.exp
+    npar = len(e.params)
+    outs = st.pat[:npar]
+    if all(adj.get(v) is None for v in outs):
+        return
+    fr = reverse_frame(ctx, b, st, adj)
+    act, fvs, rb, k, pa, pa_init, fa, fa_init = fr.act, fr.fvs, fr.rb, fr.k, fr.pa, fr.pa_init, fr.fa, fr.fa_init
     stores = {}          # store var (final, outer) -> reverse-loop param
     index = e.form.index if isinstance(e.form, ForForm) else None
     for s in list(tape.saved.values()) + [x for ents in tape.undo.values() for en in ents

@@ -417,21 +417,13 @@ def _loop_rev(ctx, R, st, adj, li: _LoopInfo, tape: Tape) -> None:
     """Forward: each iteration pushes its residuals at its end. Return sweep: a
     `for` loop over the iterations in reverse that pops them and runs the body's
     return sweep; parameter and free-variable adjoints are loop-carried."""
+    from .loop import reverse_frame
+
     e = st.exp
     npar = len(e.params)
-    outs = st.pat[:npar]
-    cts = [adj.get(v) for v in outs]
-    act = [k for k, p in enumerate(e.params) if differentiable(p.type) and p in ctx.varied]
     index = e.form.index if isinstance(e.form, ForForm) else None
-    bound = set(e.params) | ({index} if index is not None else set())
-    fvs = sorted((v for v in free_vars(e.body) - bound if v in ctx.varied and differentiable(v.type)),
-                 key=lambda v: v.name)
-    rb = R.child()
-    k = rb.fresh("k", I64)
-    pa = {i: rb.fresh(names.adjoint(e.params[i].name), e.params[i].type) for i in act}
-    pa_init = {i: cts[i] if cts[i] is not None else adj.get_or_zero(outs[i]) for i in act}
-    fa = {v: rb.fresh(names.adjoint(v.name), v.type) for v in fvs}
-    fa_init = {v: adj.get_or_zero(v) for v in fvs}
+    fr = reverse_frame(ctx, R, st, adj)
+    act, fvs, rb, k, pa, pa_init, fa, fa_init = fr.act, fr.fvs, fr.rb, fr.k, fr.pa, fr.pa_init, fr.fa, fr.fa_init
     tprm = tape.fresh_like(rb)
     start = Tape.params(ctx.plan, rb)
     rt = start.copy()
