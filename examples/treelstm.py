@@ -42,7 +42,6 @@ something to learn.
 Run:  python examples/treelstm.py [--steps 60] [--hidden 150] [--backend pysource]
 """
 import argparse
-import os
 import sys
 import time
 
@@ -216,10 +215,9 @@ def main(argv=None):
     return first, last
 
 
-# A quick small run, used under pytest: tests/test_examples_cli.py executes every example
-# with runpy, where the command line is pytest's, not ours.
+# A quick small run (tests/test_treelstm.py runs the example with it).
 QUICK = ["--steps", "20", "--trees", "2", "--hidden", "6", "--embed", "5", "--vocab", "20",
          "--min-leaves", "3", "--max-leaves", "6", "--capacity", "16", "--lr", "0.2", "--every", "10"]
 
 if __name__ == "__main__":
-    main(QUICK if "PYTEST_CURRENT_TEST" in os.environ else sys.argv[1:])
+    main(sys.argv[1:])
