@@ -201,6 +201,15 @@ def groups(pos) -> dict:
     return {p: frozen[id(x)] for p, x in pos.items()}
 
 
+def _benign(p) -> bool:
+    """The early-return rewrite's value variable (`return a` inside a loop): once it
+    holds an array, the flag it sets guards every later statement, so its aliasing
+    never decides what an update changes."""
+    from .rewrite import RV
+
+    return p[0] == RV
+
+
 def mark_ambiguous(st, objs, line):
     """After a traced `if`/loop, these arrays may or may not be the same object as another
     variable's, depending on run-time data: an in-place update of one of them is an error."""
@@ -222,7 +231,8 @@ def check_ambiguous(st, old):
 def after_if(st, e1, e2, new, line):
     """Arrays that are the same object after one branch but not after the other become ambiguous
     (an in-place update of one of them is then an error, see `mark_ambiguous`)."""
-    g1, g2 = groups(positions(e1)), groups(positions(e2))
+    g1 = groups({p: o for p, o in positions(e1).items() if not _benign(p)})
+    g2 = groups({p: o for p, o in positions(e2).items() if not _benign(p)})
     pn = positions(new)
     bad = set()
     for p in pn:
@@ -262,8 +272,8 @@ def loop_body(env0, start_pos, after, init, slots, updated):
 def after_loop(st, env0, after, new_env, line):
     """After an IR loop: arrays whose aliasing at the end of the body differs from that at entry
     become ambiguous (it depends on whether the loop ran)."""
-    gS = groups(positions(env0))
-    gE = groups({p: o for p, o in positions(after).items() if p[0] in env0})
+    gS = groups({p: o for p, o in positions(env0).items() if not _benign(p)})
+    gE = groups({p: o for p, o in positions(after).items() if p[0] in env0 and not _benign(p)})
     pn = positions(new_env)
     bad = set()
     for p in pn:
