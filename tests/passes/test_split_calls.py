@@ -229,3 +229,29 @@ def test_bad_donation_is_a_type_error():
     bad = p.with_funcs([p.funcs[0], dataclasses.replace(p.funcs[1], donated=((0, 5),))])
     with pytest.raises(Exception, match="donates parameter 0 as result 5"):
         check_prog(bad)
+
+
+def even(x, n):
+    if n == 0:
+        return x
+    return odd(np.cos(x) + x, n - 1)
+
+
+def odd(x, n):
+    if n == 0:
+        return -x
+    k = 0
+    y = x
+    while k < 2:
+        y = y * 0.9 + np.sin(y)
+        k += 1
+    return even(y, n - 1)
+
+
+@pytest.mark.parametrize("checkpoint", ["store", pb.Joint()], ids=["store", "joint"])
+def test_mutual_recursion_with_a_loop_on_numba(checkpoint):
+    """numba could not link the inlined store helpers into mutually recursive
+    functions ("unresolved symbol"): such modules call them instead."""
+    want = pb.grad(even, backend="interp")(0.2, np.int64(7))
+    got = pb.grad(even, backend="numba", checkpoint=checkpoint)(0.2, np.int64(7))
+    assert abs(got - want) <= 1e-12 * max(1.0, abs(want))

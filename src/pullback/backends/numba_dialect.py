@@ -131,7 +131,12 @@ class NumbaDialect:
                 visit(exp_atoms(st.exp))
                 for _, b in exp_scopes(st.exp):
                     visit(b.result)
-        self.recursive = cycle_edges(prog) if self.stackcheck else set()
+        cycles = cycle_edges(prog)
+        if any(f != g for f, g in cycles):
+            # numba cannot link `inline="always"` helpers into mutually recursive
+            # functions ("aborted due to unresolved symbol"): call them instead
+            self.deco_inline = self.deco
+        self.recursive = cycles if self.stackcheck else set()
         return list(self.big.values()) + ([STACK_PARAM] if self.recursive else [])
 
     @property
