@@ -2,8 +2,9 @@
 
 Contract: `prepare_body(fn_node, src) -> list[ast.stmt]` returns a body in which
 1. `return` inside loops became `__pb_rv = v; __pb_rf = True; break`, with
-   `if __pb_rf: return __pb_rv` after the outermost such loop (and
-   `if __pb_rf: break` after inner ones); `__pb_rv` starts as `__pb_unset__`;
+   `if __pb_rf: return __pb_rv` after the outermost such loop (just
+   `return __pb_rv` after a `while True:` that only a `return` leaves) and
+   `if __pb_rf: break` after inner ones; `__pb_rv` starts as `__pb_unset__`;
 2. `break`/`continue` became assignments to per-loop flags `__pb_brkN` /
    `__pb_contN`; the rest of the body is guarded by `if not flag`, a `while`
    condition becomes `not __pb_brkN and cond`, a `for` body is guarded by
@@ -81,6 +82,9 @@ def _returns_in_loops(stmts, in_loop):
                 out.append(_assign(RF, _const(False), s))
                 out.append(_assign(RV, _name(UNSET_NAME), s))
                 out.append(loop)
+                if _only_returns_exit(s):  # `while True:` left only by `return`
+                    out.append(_at(ast.Return(value=_name(RV)), s))
+                    break
                 out.append(_at(ast.If(test=_name(RF), body=[_at(ast.Return(value=_name(RV)), s)], orelse=[]), s))
             else:
                 out.append(loop)
@@ -96,6 +100,13 @@ def _returns_in_loops(stmts, in_loop):
         else:
             out.append(s)
     return out
+
+
+def _only_returns_exit(s) -> bool:
+    """A `while True:` (a true constant test) with no `break` of its own: only a
+    `return` leaves it, so the code after it never runs without a return value."""
+    return (isinstance(s, ast.While) and isinstance(s.test, ast.Constant) and bool(s.test.value) is True
+            and not s.orelse and not _has(s.body, ast.Break, into_loops=False))
 
 
 def _rewrite_loop_returns(s):
