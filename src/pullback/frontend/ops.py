@@ -432,7 +432,9 @@ def _plan(st, x: Traced, key):
         return None, None, None, False, (0, lin.atom, flat)
     if adv:
         if len(adv) > 1 or any(not (isinstance(k, slice) and k == slice(None)) for i, k in enumerate(ents) if i != adv[0]):
-            raise UnsupportedSyntaxError("integer-array indexing is supported only as x[idx] or x[:, idx] (all other entries full slices)",
+            raise UnsupportedSyntaxError("integer-array indexing is supported only as x[idx] or x[:, idx] (all other "
+                                         "entries full slices), or, for reading, one index array mixed with "
+                                         "integers and slices (x[3, 2:, [1, 3]])",
                                          hint="use np.take or index in two steps")
         return None, None, None, False, (adv[0], _index_array_atom(st, ents[adv[0]]), x)
     spec, args, out_shape = [], [], []
@@ -458,10 +460,47 @@ def _plan(st, x: Traced, key):
     return tuple(spec), args, tuple(out_shape), newaxis, None
 
 
+def _mixed_read(st, x: Traced, key):
+    """`x[3, 2:, [1, 3]]`: one integer-index array among integers and slices, read
+    with NumPy's rule. The integers and the array are the advanced indices; their
+    (the array's) dimensions stand where the first of them stands when they are
+    adjacent, and in front otherwise. Lowered to the basic indexing (the array's
+    axis kept whole), a `take` along that axis, and a transpose. None if `key` is
+    not of this form."""
+    ents = _expand_key(key, x.ndim)
+    arrays = [i for i, k in enumerate(ents) if _is_index_array(k)]
+    if len(arrays) != 1 or any(k is None for k in ents):
+        return None
+    j = arrays[0]
+    rest = [k for i, k in enumerate(ents) if i != j]
+    if all(isinstance(k, slice) and k == slice(None) for k in rest):
+        return None  # x[idx] / x[:, idx]: the plain `take`
+    if not all(isinstance(k, slice) or _is_int_index(k) for k in rest):
+        return None
+    advanced = [i for i, k in enumerate(ents) if i == j or not isinstance(k, slice)]
+    axis = sum(1 for k in ents[:j] if isinstance(k, slice))
+    y = getitem(st, x, tuple(slice(None) if i == j else k for i, k in enumerate(ents)))
+    idx = _index_array_atom(st, ents[j])
+    r = emit(st, "take", y.atom, idx, axis=axis)
+    if advanced != list(range(advanced[0], advanced[-1] + 1)) and axis > 0:  # separated: in front
+        n = idx.type.ndim
+        perm = tuple(range(axis, axis + n)) + tuple(range(axis)) + tuple(range(axis + n, r.ndim))
+        r = transpose(st, r, perm)
+    return r
+
+
+def _is_int_index(k) -> bool:
+    return isinstance(k, (int, np.integer)) and not isinstance(k, bool) or (
+        isinstance(k, Traced) and k.ndim == 0 and k.type.dtype == "i64")
+
+
 def getitem(st, x, key):
     x = x if isinstance(x, Traced) else as_traced(st, x)
     if x.ndim == 0 and key != () and key is not Ellipsis:
         raise ShapeError("cannot index a scalar", hint="scalars have no dimensions to index")
+    mixed = _mixed_read(st, x, key)
+    if mixed is not None:
+        return mixed
     spec, args, out_shape, newaxis, take = _plan(st, x, key)
     if take is not None:
         axis, idx, src = take
