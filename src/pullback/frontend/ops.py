@@ -511,12 +511,35 @@ def getitem(st, x, key):
     return r
 
 
+def _mask_assign(st, x: Traced, key, value, mode):
+    """`x[mask] = v` / `x[mask] += v` with a boolean mask of x's shape and a scalar
+    `v`: `where(mask, v, x)` (static shapes). None if `key` is not such a mask."""
+    m = key
+    if isinstance(m, np.ndarray) and m.dtype == np.bool_:
+        m = as_traced(st, m)
+    if not (isinstance(m, Traced) and m.type.dtype == "bool" and m.ndim > 0):
+        return None
+    if m.shape != x.shape:
+        raise UnsupportedSyntaxError(f"a boolean mask of shape {m.shape} in an assignment to an array of shape "
+                                     f"{x.shape}", hint="use a mask of the array's own shape, or np.where")
+    vshape = value.shape if isinstance(value, Traced) else np.shape(value)
+    if int(np.prod(vshape, dtype=np.int64)) != 1:
+        raise UnsupportedSyntaxError("x[mask] = values with an array of values has a data-dependent shape",
+                                     hint="write x = np.where(mask, values_of_x_shape, x)")
+    new = value if mode == "set" else binary(st, "add", x, value)
+    out = where(st, m, new, x)
+    return out if out.type.dtype == x.type.dtype else cast(st, out, x.type.dtype)
+
+
 def setitem(st, x, key, value, mode="set"):
     """The array `x` with `x[key]` set to (mode 'set') or incremented by (mode 'add') `value`."""
     x = x if isinstance(x, Traced) else as_traced(st, x)
     check_numeric(value, "assigned value")
     if isinstance(value, (list, tuple)):
         value = np.asarray(value)
+    masked = _mask_assign(st, x, key, value, mode)
+    if masked is not None:
+        return masked
     spec, args, out_shape, newaxis, take = _plan(st, x, key)
     v = atom(st, value, x.type.dtype)
     if take is not None:
