@@ -532,3 +532,6 @@ def _diag(st, v, k=0):
         idx = Const(np.arange(min(n, m), dtype=np.int64) * (m + 1), TensorType("i64", (min(n, m),)))
         return ops.emit(st, "take", ops.reshape(st, v, (-1,)).atom, idx, axis=0)
     raise ShapeError("np.diag needs a 1-d or 2-d array")
+
+
+from . import numpy_shape  # noqa: E402,F401  (registers more of NumPy in FUNCS)

@@ -1,0 +1,77 @@
+"""The NumPy functions of frontend/numpy_shape.py (issue 10): values equal
+NumPy's on interp and pysource, and derivatives pass check_grads in both modes."""
+import numpy as np
+import pytest
+
+import pullback as pb
+from pullback.testing import check_grads
+
+M = np.arange(1.0, 13.0).reshape(3, 4) / 7
+V = np.linspace(-1.0, 2.0, 6)
+
+CASES = {
+    "flip": (lambda a: np.flip(a), M),
+    "flip_axis": (lambda a: np.flip(a, axis=1), M),
+    "flipud": (lambda a: np.flipud(a), M),
+    "fliplr": (lambda a: np.fliplr(a), M),
+    "roll": (lambda a: np.roll(a, 2), V),
+    "roll_axis": (lambda a: np.roll(a, -1, axis=1), M),
+    "roll_flat": (lambda a: np.roll(a, 5), M),
+    "moveaxis": (lambda a: np.moveaxis(a.reshape(3, 2, 2), 0, -1), M),
+    "swapaxes": (lambda a: np.swapaxes(a, 0, 1), M),
+    "tril": (lambda a: np.tril(a), M),
+    "triu_k": (lambda a: np.triu(a, 1), M),
+    "tril_neg": (lambda a: np.tril(a, -1), M),
+    "diagonal": (lambda a: np.diagonal(a), M),
+    "diagonal_off": (lambda a: np.diagonal(a, 1), M),
+    "diagonal_neg": (lambda a: np.diagonal(a, -1), M),
+    "diff": (lambda a: np.diff(a), V),
+    "diff2_axis0": (lambda a: np.diff(a, n=2, axis=0), M),
+    "repeat": (lambda a: np.repeat(a, 2), V),
+    "repeat_axis": (lambda a: np.repeat(a, [1, 0, 2], axis=0), M),
+    "tile": (lambda a: np.tile(a, 2), V),
+    "tile_2d": (lambda a: np.tile(a, (2, 1)), M),
+    "atleast_2d": (lambda a: np.atleast_2d(a), V),
+    "atleast_3d": (lambda a: np.atleast_3d(a), V),
+    "atleast_3d_m": (lambda a: np.atleast_3d(a), M),
+    "append": (lambda a: np.append(a, a[:2]), V),
+    "append_axis": (lambda a: np.append(a, a[:1], axis=0), M),
+    "column_stack": (lambda a: np.column_stack([a, a * 2]), V),
+    "dstack": (lambda a: np.dstack([a, a]), M),
+    "split": (lambda a: np.concatenate(np.split(a, 3)[::-1]), V),
+    "array_split": (lambda a: np.array_split(a, 4)[1], V),
+    "hsplit": (lambda a: np.hsplit(a, 2)[1], M),
+    "vsplit": (lambda a: np.vsplit(a, [1])[1], M),
+    "select": (lambda a: np.select([a < 0, a > 1], [a * 2, a ** 2], 0.5), V),
+    "average_w": (lambda a: np.average(a, weights=np.arange(1.0, 7.0)), V),
+    "average_axis": (lambda a: np.average(a, axis=1, weights=np.array([1.0, 2.0, 3.0, 4.0])), M),
+    "linspace": (lambda a: np.linspace(a[0], a[1], 5), V),
+    "deg2rad": (lambda a: np.deg2rad(a), V),
+    "rad2deg": (lambda a: np.degrees(a), V),
+    "exp2": (lambda a: np.exp2(a), V),
+    "reciprocal": (lambda a: np.reciprocal(a + 3.0), V),
+    "logaddexp2": (lambda a: np.logaddexp2(a, 0.5 * a), V),
+    "heaviside": (lambda a: np.heaviside(a, 0.5) * a, V),
+}
+
+
+@pytest.mark.parametrize("backend", ["interp", "pysource"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_numpy(name, backend):
+    f, x = CASES[name]
+    np.testing.assert_allclose(pb.jit(f, backend=backend)(x), f(x), rtol=1e-13, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_derivatives(name):
+    f, x = CASES[name]
+    check_grads(lambda a: np.sum(np.sin(f(a))), (x,), modes=("rev", "fwd"), order=1, backend="interp")
+
+
+def test_static_arguments_are_required():
+    def f(a, k):
+        return np.roll(a, k)
+
+    with pytest.raises(pb.PullbackError) as ei:
+        pb.jit(f, backend="interp")(V, 2)
+    assert "test_numpy_shape.py" in str(ei.value)
