@@ -7,7 +7,7 @@ import numpy as np
 from ...errors import ShapeError
 from ..types import TensorType, promote, np_dtype
 from . import TABLE, Row, check
-from ._util import addz, bcast, c, unbroadcast
+from ._util import addz, bcast, c, smul, unbroadcast
 
 
 def _float_only(name, t):
@@ -38,10 +38,10 @@ def unary(name, fn, deriv=None, *, zero_deriv=False, floats_only=True, keep_dtyp
     jvp = vjp = None
     if deriv is not None:
         def jvp(b, args, tans, outs):
-            return [b.mul(tans[0], deriv(b, args[0], outs[0]))]
+            return [smul(b, tans[0], deriv(b, args[0], outs[0]))]
 
         def vjp(b, args, outs, cts, need):
-            return [b.mul(cts[0], deriv(b, args[0], outs[0]))]
+            return [smul(b, cts[0], deriv(b, args[0], outs[0]))]
 
     return TABLE.add(Row(name, type_, impl, jvp, vjp, _cost_out, zero_deriv=zero_deriv, doc=doc))
 
@@ -116,9 +116,9 @@ def binary(name, fn, partials=None, *, zero_deriv=False, out_dtype=None, operand
         def jvp(b, args, tans, outs):
             x, y = args
             dx, dy = partials(b, x, y, outs[0], (tans[0] is not None, tans[1] is not None))
-            tx = None if tans[0] is None else (tans[0] if dx is True else b.mul(tans[0], dx))
+            tx = None if tans[0] is None else (tans[0] if dx is True else smul(b, tans[0], dx))
             ty = None if tans[1] is None else (tans[1] if dy is True else
-                                               b.neg(tans[1]) if dy is False else b.mul(tans[1], dy))
+                                               b.neg(tans[1]) if dy is False else smul(b, tans[1], dy))
             return [bcast(b, addz(b, tx, ty), outs[0].type.shape)]
 
         def vjp(b, args, outs, cts, need):
@@ -130,7 +130,7 @@ def binary(name, fn, partials=None, *, zero_deriv=False, out_dtype=None, operand
                 if not nd or d is None:
                     res.append(None)
                     continue
-                g = ct if d is True else b.neg(ct) if d is False else b.mul(ct, d)
+                g = ct if d is True else b.neg(ct) if d is False else smul(b, ct, d)
                 res.append(unbroadcast(b, g, a.type))
             return res
 
@@ -175,9 +175,9 @@ def _pow_partials(b, x, y, o, n):
     dx = dy = None
     if n[0]:
         ym1 = b.sub(y, c(y, 1))
-        dx = b.mul(b.cast(y, dtype=o.type.dtype) if y.type.dtype != o.type.dtype else y, b.pow(x, ym1))
+        dx = smul(b, b.cast(y, dtype=o.type.dtype) if y.type.dtype != o.type.dtype else y, b.pow(x, ym1))
     if n[1]:
-        dy = b.mul(o, b.log(x))
+        dy = smul(b, o, b.log(x))  # 0 ** y (y > 0): o == 0 and log(0) == -inf -> 0
     return dx, dy
 
 
