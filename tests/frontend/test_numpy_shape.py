@@ -8,6 +8,7 @@ from pullback.testing import check_grads
 
 M = np.arange(1.0, 13.0).reshape(3, 4) / 7
 V = np.linspace(-1.0, 2.0, 6)
+W = np.array([[1.0, -2.0, 3.0, 0.5], [-0.3, 0.7, -1.1, 2.0], [0.9, 1.3, -0.4, -2.5]])
 
 CASES = {
     "flip": (lambda a: np.flip(a), M),
@@ -52,6 +53,21 @@ CASES = {
     "reciprocal": (lambda a: np.reciprocal(a + 3.0), V),
     "logaddexp2": (lambda a: np.logaddexp2(a, 0.5 * a), V),
     "heaviside": (lambda a: np.heaviside(a, 0.5) * a, V),
+    "var_ddof": (lambda a: np.var(a, ddof=1), W),
+    "std_ddof_axis": (lambda a: np.std(a, axis=0, ddof=1), W),
+    "method_std": (lambda a: a.std(axis=1, ddof=1), W),
+    "norm_1_mat": (lambda a: np.linalg.norm(a, 1), W),
+    "norm_inf_mat": (lambda a: np.linalg.norm(a, np.inf), W),
+    "norm_m1_mat": (lambda a: np.linalg.norm(a, -1), W),
+    "norm_inf_vec": (lambda a: np.linalg.norm(a[0], np.inf), W),
+    "norm_1_vec": (lambda a: np.linalg.norm(a[0], 1), W),
+    "norm_axis_ord3": (lambda a: np.linalg.norm(a, 3, axis=0), W),
+    "norm_fro": (lambda a: np.linalg.norm(a, "fro"), W),
+    "norm_keep": (lambda a: np.linalg.norm(a, axis=1, keepdims=True), W),
+    "trace_off": (lambda a: np.trace(a, 1), W),
+    "method_trace": (lambda a: a.trace(-1), W),
+    "diag_k": (lambda a: np.diag(a, 1), W),
+    "diag_vec_k": (lambda a: np.diag(a[0], -1), W),
 }
 
 

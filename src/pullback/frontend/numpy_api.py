@@ -200,38 +200,26 @@ _all = _reg(np.all)(_bool_reduction(False))
 
 
 @_reg(np.var)
-def _var(st, a, axis=None, keepdims=False):
+def _var(st, a, axis=None, keepdims=False, ddof=0, dtype=None, out=None):
+    if out is not None:
+        raise StagingError("np.var/np.std: out= is not supported", hint="use the returned value")
     m = ops.mean(st, a, axis, keepdims=True)
     d = ops.binary(st, "sub", a, m)
-    return ops.mean(st, ops.binary(st, "mul", d, d), axis, keepdims)
+    ddof = ops.static_int(ddof, "ddof")
+    if ddof == 0:
+        return ops.mean(st, ops.binary(st, "mul", d, d), axis, keepdims)
+    shape = leaf_type(a).shape
+    n = int(np.prod([shape[i] for i in ops.norm_axes(axis, len(shape))], dtype=np.int64))
+    ss = ops.reduce(st, "sum", ops.binary(st, "mul", d, d), axis, keepdims)
+    return ops.binary(st, "div", ss, float(n - ddof))
 
 
 @_reg(np.std)
-def _std(st, a, axis=None, keepdims=False):
-    return ops.unary(st, "sqrt", _var(st, a, axis, keepdims))
-
-
-@_reg(np.trace)
-def _trace(st, a):
-    t = leaf_type(a)
-    if t.ndim != 2:
-        raise ShapeError("np.trace is supported for matrices only")
-    min(t.shape)
-    eye = Const(np.eye(t.shape[0], t.shape[1]), TensorType(t.dtype if t.is_float else "f64", t.shape))
-    return ops.reduce(st, "sum", ops.binary(st, "mul", a, Traced(eye)))
+def _std(st, a, axis=None, keepdims=False, ddof=0, dtype=None, out=None):
+    return ops.unary(st, "sqrt", _var(st, a, axis, keepdims, ddof, dtype, out))
 
 
 # -- linear algebra ------------------------------------------------------------------
-
-@_reg(np.linalg.norm)
-def _norm(st, x, ord=None, axis=None, keepdims=False):
-    if ord not in (None, 2, "fro") or (ord == 2 and leaf_type(x).ndim != 1):
-        raise StagingError(f"np.linalg.norm with ord={ord!r} is not supported", hint="use the 2-norm (ord=None)")
-    x = x if isinstance(x, Traced) else ops.as_traced(st, x)
-    if not x.type.is_float:
-        x = ops.cast(st, x, "f64")
-    return ops.unary(st, "sqrt", ops.reduce(st, "sum", ops.binary(st, "mul", x, x), axis=axis, keepdims=keepdims))
-
 
 # -- shapes ----------------------------------------------------------------------------
 
@@ -439,8 +427,8 @@ _m("argmax", lambda st, x, axis=None: ops.argext(st, "argmax", x, axis))
 _m("argmin", lambda st, x, axis=None: ops.argext(st, "argmin", x, axis))
 _m("any", lambda st, x, axis=None, keepdims=False: _any(st, x, axis, keepdims))
 _m("all", lambda st, x, axis=None, keepdims=False: _all(st, x, axis, keepdims))
-_m("var", lambda st, x, axis=None, keepdims=False: _var(st, x, axis, keepdims))
-_m("std", lambda st, x, axis=None, keepdims=False: _std(st, x, axis, keepdims))
+_m("var", lambda st, x, axis=None, keepdims=False, ddof=0: _var(st, x, axis, keepdims, ddof))
+_m("std", lambda st, x, axis=None, keepdims=False, ddof=0: _std(st, x, axis, keepdims, ddof))
 _m("dot", lambda st, x, y: ops.dot(st, x, y))
 _m("copy", lambda st, x: x)
 _m("item", lambda st, x: ops.reshape(st, x, ()))
@@ -449,7 +437,6 @@ _m("ravel", lambda st, x: ops.reshape(st, x, (-1,)))
 _m("squeeze", lambda st, x, axis=None: _squeeze(st, x, axis))
 _m("clip", lambda st, x, a_min=None, a_max=None: _clip(st, x, a_min, a_max))
 _m("astype", lambda st, x, dtype: ops.cast(st, x, ops.dtype_arg(dtype)))
-_m("trace", lambda st, x: _trace(st, x))
 
 
 def _method_reshape(st, x, *shape, **kw):
@@ -516,22 +503,6 @@ def describe(fn) -> str:
 _reg(np.ndim)(lambda st, a: leaf_type(a).ndim)
 _reg(np.shape)(lambda st, a: leaf_type(a).shape)
 _reg(np.size)(lambda st, a, axis=None: leaf_type(a).size if axis is None else leaf_type(a).shape[axis])
-
-
-@_reg(np.diag)
-def _diag(st, v, k=0):
-    t = leaf_type(v)
-    if k != 0:
-        raise StagingError("np.diag with k != 0 is not supported")
-    if t.ndim == 1:
-        n = t.shape[0]
-        eye = Const(np.eye(n), TensorType(t.dtype if t.is_float else "f64", (n, n)))
-        return ops.binary(st, "mul", ops.reshape(st, v, (1, n)), Traced(eye))
-    if t.ndim == 2:
-        n, m = t.shape
-        idx = Const(np.arange(min(n, m), dtype=np.int64) * (m + 1), TensorType("i64", (min(n, m),)))
-        return ops.emit(st, "take", ops.reshape(st, v, (-1,)).atom, idx, axis=0)
-    raise ShapeError("np.diag needs a 1-d or 2-d array")
 
 
 from . import numpy_shape  # noqa: E402,F401  (registers more of NumPy in FUNCS)

@@ -23,7 +23,7 @@ from ..errors import ShapeError, StagingError
 from ..ir.core import Const
 from ..ir.types import TensorType
 from . import ops
-from .numpy_api import FUNCS, _reg
+from .numpy_api import FUNCS, METHODS, _reg
 from .values import Traced, leaf_type
 
 
@@ -283,3 +283,82 @@ def _logaddexp2(st, a, b):
 def _heaviside(st, x, h0):
     x = _t(st, x)
     return ops.where(st, ops.binary(st, "gt", x, 0), 1.0, ops.where(st, ops.binary(st, "eq", x, 0), h0, 0.0))
+
+
+# -- diagonals, traces, norms --------------------------------------------------------
+
+@_reg(np.diag)
+def _diag(st, v, k=0):
+    v = _t(st, v)
+    k = ops.static_int(k, "np.diag's k")
+    if v.ndim == 2:
+        return _diagonal(st, v, k)
+    if v.ndim != 1:
+        raise ShapeError("np.diag needs a 1-d or 2-d array")
+    n = v.shape[0]
+    m = n + abs(k)
+    rows = np.arange(n) + max(0, -k)
+    cols = np.arange(n) + max(0, k)
+    idx = rows * m + cols
+    z = ops.full(st, (m * m,), 0.0, v.type.dtype if v.type.is_float else "f64")
+    flat = ops.emit(st, "take_add", z.atom, Const(idx.astype(np.int64), TensorType("i64", (n,))),
+                    ops.atom(st, v, z.type.dtype), axis=0)
+    return ops.reshape(st, flat, (m, m))
+
+
+@_reg(np.trace)
+def _trace(st, a, offset=0, axis1=0, axis2=1):
+    return ops.reduce(st, "sum", _diagonal(st, a, offset, axis1, axis2))
+
+
+METHODS["trace"] = lambda st, x, offset=0: _trace(st, x, offset)
+METHODS["diagonal"] = lambda st, x, offset=0, axis1=0, axis2=1: _diagonal(st, x, offset, axis1, axis2)
+
+
+@_reg(np.linalg.norm)
+def _norm(st, x, ord=None, axis=None, keepdims=False):
+    """Vector norms (any `ord` number, inf, -inf, 0) along an axis or of a vector;
+    matrix norms "fro", 1, -1, inf, -inf of a matrix or along a pair of axes.
+    The spectral and nuclear norms (ord 2, -2, "nuc" of a matrix) need an SVD."""
+    x = _t(st, x)
+    if not x.type.is_float:
+        x = ops.cast(st, x, "f64")
+    if axis is None and (x.ndim == 1 or ord is None):
+        axes = tuple(range(x.ndim))
+        vector = x.ndim == 1
+    else:
+        axes = ops.norm_axes(axis if axis is not None else (0, 1), x.ndim)
+        vector = len(axes) == 1
+    if vector or (ord in (None, "fro") and len(axes) != 2) or ord is None:
+        if ord in (None, 2, "fro") or (not vector and ord in (None, "fro")):
+            return ops.unary(st, "sqrt", ops.reduce(st, "sum", ops.binary(st, "mul", x, x), axes, keepdims))
+        if not vector:
+            raise StagingError(f"np.linalg.norm with ord={ord!r} over axes {axes} is not supported")
+        ax = axes
+        a = ops.unary(st, "abs", x)
+        if ord == np.inf:
+            return ops.reduce(st, "max", a, ax, keepdims)
+        if ord == -np.inf:
+            return ops.reduce(st, "min", a, ax, keepdims)
+        if ord == 0:
+            return ops.reduce(st, "sum", ops.cast(st, ops.binary(st, "ne", x, 0.0), x.type.dtype), ax, keepdims)
+        if ord == 1:
+            return ops.reduce(st, "sum", a, ax, keepdims)
+        if isinstance(ord, (int, float)) and not isinstance(ord, bool):
+            p = float(ord)
+            return ops.binary(st, "pow", ops.reduce(st, "sum", ops.binary(st, "pow", a, p), ax, keepdims), 1.0 / p)
+        raise StagingError(f"np.linalg.norm: unknown ord={ord!r} for a vector")
+    r0, r1 = axes
+    a = ops.unary(st, "abs", x)
+    if ord == "fro":
+        return ops.unary(st, "sqrt", ops.reduce(st, "sum", ops.binary(st, "mul", x, x), axes, keepdims))
+    if ord in (1, -1):
+        colsum = ops.reduce(st, "sum", a, r0, True)
+        r = ops.reduce(st, "max" if ord == 1 else "min", colsum, r1, True)
+    elif ord in (np.inf, -np.inf):
+        rowsum = ops.reduce(st, "sum", a, r1, True)
+        r = ops.reduce(st, "max" if ord == np.inf else "min", rowsum, r0, True)
+    else:
+        raise StagingError(f"np.linalg.norm with ord={ord!r} of a matrix is not supported yet (it needs an SVD)",
+                           hint="use ord='fro', 1, -1, inf or -inf")
+    return r if keepdims else ops.reshape(st, r, tuple(d for i, d in enumerate(r.shape) if i not in axes))
