@@ -68,6 +68,21 @@ CASES = {
     "method_trace": (lambda a: a.trace(-1), W),
     "diag_k": (lambda a: np.diag(a, 1), W),
     "diag_vec_k": (lambda a: np.diag(a[0], -1), W),
+    "tensordot": (lambda a: np.tensordot(a, a, axes=([1], [1])), W),
+    "tensordot_2": (lambda a: np.tensordot(a.reshape(3, 2, 2), a.reshape(2, 2, 3), axes=2), W),
+    "inner_mat": (lambda a: np.inner(a, a[:2]), W),
+    "inner_vec": (lambda a: np.inner(a[0], a[1]), W),
+    "kron": (lambda a: np.kron(a[:2, :2], a[1:, 2:]), W),
+    "kron_vec": (lambda a: np.kron(a[0], a[1, :2]), W),
+    "cross": (lambda a: np.cross(a[0, :3], a[1, :3]), W),
+    "cross_rows": (lambda a: np.cross(a[:, :3], a[:, 1:]), W),
+    "einsum_mm": (lambda a: np.einsum("ij,kj->ik", a, a), W),
+    "einsum_implicit": (lambda a: np.einsum("ij,jk", a, a.T), W),
+    "einsum_sum": (lambda a: np.einsum("ij->j", a), W),
+    "einsum_t": (lambda a: np.einsum("ij->ji", a), W),
+    "einsum_outer": (lambda a: np.einsum("i,j->ij", a[0], a[1]), W),
+    "einsum_lone": (lambda a: np.einsum("ij,kl->ik", a, a), W),
+    "einsum_dot": (lambda a: np.einsum("ij,ij->", a, a), W),
 }
 
 

@@ -114,13 +114,6 @@ def _outer(st, a, b):
     return ops.binary(st, "mul", a, b)
 
 
-@_reg(np.inner)
-def _inner(st, a, b):
-    if leaf_type(a).ndim == 1 and leaf_type(b).ndim == 1:
-        return ops.matmul(st, a, b)
-    raise StagingError("np.inner is supported for vectors only")
-
-
 @_reg(np.vdot)
 def _vdot(st, a, b):
     return ops.matmul(st, ops.reshape(st, a, (-1,)), ops.reshape(st, b, (-1,)))
@@ -505,4 +498,4 @@ _reg(np.shape)(lambda st, a: leaf_type(a).shape)
 _reg(np.size)(lambda st, a, axis=None: leaf_type(a).size if axis is None else leaf_type(a).shape[axis])
 
 
-from . import numpy_shape  # noqa: E402,F401  (registers more of NumPy in FUNCS)
+from . import numpy_contract, numpy_shape  # noqa: E402,F401  (register more of NumPy in FUNCS)
