@@ -135,10 +135,8 @@ def _positional(fun, args, kwargs) -> tuple:
 def _check_callable(fun, what):
     from .frontend.staging import StagedClosure
 
-    if isinstance(fun, StagedClosure):
-        raise PullbackError(f"{what} of a function defined inside the function being staged "
-                            f"('{fun.__name__}') is not supported yet",
-                            hint="define it at module level and pass the values it reads as arguments")
+    if isinstance(fun, StagedClosure):  # a nested def or lambda in staged code (note [closures])
+        return
     if not callable(fun):
         raise PullbackError(f"{what} needs a function, got {short_repr(fun)} of type {type(fun).__name__}",
                             hint=f"pass the function itself: pb.{what}(f), then call the result with the arguments")
@@ -302,10 +300,15 @@ class _Transformed(_Boundary):
     """A derived function (grad, jacobian, ...) of `fun`."""
 
     def __init__(self, stage_impl, fun, backend, name):
-        self._impl = stage_impl
+        self._impl = stage_impl  # (ctx, fun, args) -> staged result
         self.fun = fun
+        self.backend = backend
         self.__name__ = name
         self._jit = jit(self, backend=backend)
+
+    def __pullback_with_fun__(self, fun):
+        """The same transformation of another function (closure conversion, note [closures])."""
+        return _Transformed(self._impl, fun, self.backend, self.__name__)
 
     def _call(self, args, kwargs):
         if kwargs:
@@ -316,7 +319,7 @@ class _Transformed(_Boundary):
         if kwargs:
             raise PullbackError("keyword arguments to a transformed function are not supported", loc=ctx.loc,
                                 hint="pass them positionally")
-        return self._impl(ctx, tuple(args))
+        return self._impl(ctx, self.fun, tuple(args))
 
 
 def _cached(fun, key, make):
@@ -362,7 +365,7 @@ def grad(fun, argnums=0, backend: str | None = None, checkpoint="store"):
     argnums = _prepare(fun, "grad", backend, argnums)
     cp = checkpointing.parse(checkpoint, "grad")
     return _cached(fun, ("grad", argnums, backend, cp), lambda: _Transformed(
-        lambda ctx, a: transforms.grad(ctx, fun, a, argnums, checkpoint=cp), fun, backend, _name(fun, "grad")))
+        lambda ctx, f, a: transforms.grad(ctx, f, a, argnums, checkpoint=cp), fun, backend, _name(fun, "grad")))
 
 
 @_api
@@ -371,7 +374,7 @@ def value_and_grad(fun, argnums=0, backend: str | None = None, checkpoint="store
     argnums = _prepare(fun, "value_and_grad", backend, argnums)
     cp = checkpointing.parse(checkpoint, "value_and_grad")
     return _cached(fun, ("value_and_grad", argnums, backend, cp), lambda: _Transformed(
-        lambda ctx, a: transforms.grad(ctx, fun, a, argnums, with_value=True, checkpoint=cp), fun, backend,
+        lambda ctx, f, a: transforms.grad(ctx, f, a, argnums, with_value=True, checkpoint=cp), fun, backend,
         _name(fun, "value_and_grad")))
 
 
@@ -385,7 +388,7 @@ def jacobian(fun, argnums=0, mode: str = "rev", backend: str | None = None, chec
                             hint="mode='rev' (one vjp per output element) or mode='fwd' (one jvp per input element)")
     cp = checkpointing.parse(checkpoint, "jacobian")
     return _cached(fun, ("jacobian", argnums, mode, backend, cp), lambda: _Transformed(
-        lambda ctx, a: transforms.jacobian(ctx, fun, a, argnums, mode, checkpoint=cp), fun, backend,
+        lambda ctx, f, a: transforms.jacobian(ctx, f, a, argnums, mode, checkpoint=cp), fun, backend,
         _name(fun, "jacobian")))
 
 
@@ -423,7 +426,7 @@ class _JvpOp:
             primals = _tuple_arg(primals, "jvp", "primals")
             tangents = _tuple_arg(tangents, "jvp", "tangents")
             t = _cached(fun, ("jvp", backend), lambda: _Transformed(
-                lambda ctx, a: transforms.jvp(ctx, fun, a[0], a[1]), fun, backend, _name(fun, "jvp")))
+                lambda ctx, f, a: transforms.jvp(ctx, f, a[0], a[1]), fun, backend, _name(fun, "jvp")))
             return t._call((primals, tangents), {})
         except Exception as e:
             if debugging() and not isinstance(e, PullbackError):
@@ -444,7 +447,7 @@ class _VjpOp:
             cp = checkpointing.parse(checkpoint, "vjp")
             out = _cached(fun, ("jit", backend), lambda: jit(fun, backend=backend))._call(primals, {})
             t = _cached(fun, ("vjp", backend, cp), lambda: _Transformed(
-                lambda ctx, a: _apply_vjp(ctx, fun, a[0], a[1], cp), fun, backend, _name(fun, "vjp")))
+                lambda ctx, f, a: _apply_vjp(ctx, f, a[0], a[1], cp), fun, backend, _name(fun, "vjp")))
         except Exception as e:
             if debugging() and not isinstance(e, PullbackError):
                 raise
@@ -519,7 +522,7 @@ def memory_report(fun, *args, checkpoint="store") -> MemoryReport:
 
     _check_callable(fun, "memory_report")
     cp = checkpointing.parse(checkpoint, "memory_report")
-    st = stage(_Transformed(lambda ctx, a: _ones_vjp(ctx, fun, a, cp), fun, "interp", "vjp"), args)
+    st = stage(_Transformed(lambda ctx, f, a: _ones_vjp(ctx, f, a, cp), fun, "interp", "vjp"), args)
     meter = Meter()
     leaves, _ = flatten(tuple(args))
     run(st.prog, *leaves, meter=meter)

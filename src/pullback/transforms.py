@@ -52,10 +52,21 @@ def _where(ctx, fun=None):
 
 
 def stage_fn(ctx, fun, args):
-    """Stage `fun` on the staged pytree `args`; returns (fname, leaves, in_tree, out_tree, ret_types)."""
+    """Stage `fun` on the staged pytree `args`; returns (fname, leaves, in_tree, out_tree, ret_types).
+
+    `in_tree` describes `args`. A function value that reads traced values of the code being
+    staged (a nested def or lambda, note [closures]) is closure-converted: `fname` takes those
+    values as extra parameters, and `leaves` (the call's arguments) has them after the
+    `in_tree.num_leaves` leaves of `args`; the derived functions differentiate with respect to
+    them too, and each transformation ignores (zero tangents) or drops (cotangents) them."""
+    fun, caps = ctx.capture(fun)
     leaves, in_tree = ctx.to_atoms(tuple(args))
-    fname, out_tree, ret_types = ctx.stage_function(fun, [a.type for a in leaves], in_tree)
-    return fname, leaves, in_tree, out_tree, list(ret_types)
+    if caps is None:
+        fname, out_tree, ret_types = ctx.stage_function(fun, [a.type for a in leaves], in_tree)
+        return fname, leaves, in_tree, out_tree, list(ret_types)
+    cleaves, full_tree = ctx.to_atoms(tuple(args) + (tuple(caps),))
+    fname, out_tree, ret_types = ctx.stage_function(fun, [a.type for a in cleaves], full_tree)
+    return fname, cleaves, in_tree, out_tree, list(ret_types)
 
 
 def _arg_leaf_ranges(in_tree: TreeDef):
@@ -133,8 +144,10 @@ def jvp(ctx, fun, primals, tangents):
         raise PullbackError(f"jvp: tangents have structure {t_tree}, primals have {in_tree}", loc=_where(ctx),
                             hint="pass one tangent per primal, with the same structure")
     targs = []
-    for p, t in zip(leaves, tleaves):
-        if p.type.is_float:
+    for p, t in zip(leaves, tleaves + [None] * (len(leaves) - len(tleaves))):
+        if p.type.is_float and t is None:  # a captured value (note [closures]): not perturbed here
+            targs.append(ctx.builder.zeros(p.type))
+        elif p.type.is_float:
             if tuple(t.type.shape) != tuple(p.type.shape):
                 raise PullbackError(f"jvp: tangent shape {t.type.shape} differs from primal shape {p.type.shape}",
                                     loc=_where(ctx), hint="each tangent has the shape of its primal")
@@ -179,7 +192,7 @@ class VjpFn:
                          list(self.ret_types) + [self.leaves[i].type for i in fl])
         g = {i: outs[len(self.ret_types) + j] for j, i in enumerate(fl)}
         res = [g[i] if i in g else ctx.builder.zeros(self.leaves[i].type.with_dtype("f64"))
-               for i in range(len(self.leaves))]
+               for i in range(self.in_tree.num_leaves)]  # captured values' cotangents are dropped
         return ctx.from_atoms(res, self.in_tree)  # a tuple, one cotangent per primal
 
 

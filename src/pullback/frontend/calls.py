@@ -11,13 +11,23 @@ Contract:
   function that copies returns a new array object even when the IR value is
   the same (`a.copy()`), so that in-place updates respect aliasing (`alias`).
 - Nested `def`s and lambdas are inlined (`call_closure`), in the same frames.
+  A `functools.partial` is called as its function with its bound arguments; the
+  `operator` module's arithmetic functions are the corresponding operators.
+- A function value that a transformation stages as a separate IR function
+  (`StagingContext.capture`) and that reads traced values of the function being
+  staged (a nested `def`/`lambda` closing over them, a `partial` binding them, a
+  transformation of either) is closure-converted: it becomes a `Captured` hook
+  whose IR function takes those values as extra trailing parameters (note [closures]).
+- Any other callable (a NumPy ufunc, `operator.mul`, ...) is staged as a call of it.
 - `stage_entry` stages the top-level function.
 """
 from __future__ import annotations
 
+import ast
 import builtins
 import functools
 import inspect
+import operator
 import types
 
 import numpy as np
@@ -27,7 +37,8 @@ from ..ir.builder import Builder
 from ..ir.core import Func
 from ..pytree import flatten, unflatten
 from . import alias, control, views
-from .funcs import FuncEntry, ProgramState, _bind, call_function, signature_of, stage_func
+from .funcs import FuncEntry, ProgramState, _bind, _subst, call_function, captured_values, signature_of
+from .funcs import stage_func
 from .numpy_api import ALWAYS_STAGED, METHODS, BoundMethod, describe, lookup
 from .staging import Frame, Interp, StagedClosure
 from .values import Traced, leaf_type, to_atom
@@ -37,14 +48,32 @@ MAX_INLINE_DEPTH = 200
 
 # -- calls --------------------------------------------------------------------------------
 
-def _any_traced(args, kwargs):
+def _any_traced(args, kwargs, fn=None):
+    """Whether a call involves traced values: traced arguments, or function values defined in
+    staged code or reading traced values (those cannot run in Python), except as arguments of
+    pullback's own functions (`pb.grad(lambda y: x * y)` makes a transformation object)."""
     leaves, _ = flatten((tuple(args), dict(kwargs)))
-    return any(isinstance(x, Traced) for x in leaves)
+    if any(isinstance(x, Traced) for x in leaves):
+        return True
+    if (getattr(fn, "__module__", None) or "").startswith("pullback."):
+        return False
+    return any(_is_staged_fun(x) for x in leaves)
+
+
+def _is_staged_fun(x):
+    if isinstance(x, (int, float, complex, str, bytes, np.ndarray, np.generic, type)):
+        return False
+    found, staged = captured_values(x)
+    return staged or bool(found)
 
 
 def call(st, fn, args, kwargs):
     if fn is builtins.super and not args and not kwargs:
         return _zero_arg_super(st)
+    if isinstance(fn, functools.partial):
+        return call(st, fn.func, list(fn.args) + list(args), {**fn.keywords, **kwargs})
+    if fn is functools.partial:  # binding traced values: a Python object holding them
+        return functools.partial(*args, **kwargs)
     if isinstance(fn, BoundMethod):
         r = _fresh(fn.name, METHODS[fn.name](st, fn.obj, *args, **kwargs), (fn.obj,) + tuple(args))
         return views.note_call(st, fn.name, fn.obj, r, _redo_method(st, fn.name, args, kwargs))
@@ -52,7 +81,7 @@ def call(st, fn, args, kwargs):
         return call_closure(st, fn, args, kwargs)
     if not isinstance(fn, type) and hasattr(fn, "__pullback_stage__"):
         return fn.__pullback_stage__(StagingContext(st), tuple(args), dict(kwargs))
-    traced = _any_traced(args, kwargs) or any(isinstance(a, control.TracedIterable) for a in args)
+    traced = _any_traced(args, kwargs, fn) or any(isinstance(a, control.TracedIterable) for a in args)
     if fn is builtins.range and traced:
         return control.traced_range(st, args)
     if fn is builtins.enumerate and traced:
@@ -68,6 +97,8 @@ def call(st, fn, args, kwargs):
         return fn(it.element(k) for k in range(it.n))
     if traced and _transparent(fn, args):
         return fn(*args, **kwargs)
+    if traced and not kwargs and _operator(fn) is not None:
+        return _operator(fn)(st, *args)
     h = lookup(fn)
     if h is not None and (traced or fn in ALWAYS_STAGED):
         name = getattr(fn, "__name__", "")
@@ -172,6 +203,28 @@ def _zero_arg_super(st):
     return super(cls, st.frame.vars[params[0].arg])
 
 
+_BIN_OPERATORS = {operator.add: ast.Add, operator.sub: ast.Sub, operator.mul: ast.Mult,
+                  operator.truediv: ast.Div, operator.floordiv: ast.FloorDiv, operator.mod: ast.Mod,
+                  operator.pow: ast.Pow, operator.matmul: ast.MatMult}
+_CMP_OPERATORS = {operator.lt: "lt", operator.le: "le", operator.gt: "gt", operator.ge: "ge",
+                  operator.eq: "eq", operator.ne: "ne"}
+
+
+def _operator(fn):
+    """The staging of an `operator` module function (`operator.mul(a, b)` is `a * b`), or None."""
+    try:
+        if fn in _BIN_OPERATORS:
+            return lambda st, a, b: st.binop(_BIN_OPERATORS[fn], a, b)
+        if fn in _CMP_OPERATORS:
+            from . import ops
+            return lambda st, a, b: ops.binary(st, _CMP_OPERATORS[fn], a, b)
+        if fn in (operator.neg, operator.pos):
+            return lambda st, a: st.unop(ast.USub if fn is operator.neg else ast.UAdd, a)
+    except TypeError:  # unhashable callable
+        return None
+    return None
+
+
 _TRANSPARENT = {builtins.isinstance, builtins.type, builtins.id, builtins.callable, builtins.hasattr,
                 builtins.getattr, builtins.list, builtins.tuple, builtins.dict, builtins.repr}
 
@@ -230,10 +283,33 @@ def _closure_signature(clo):
     return inspect.Signature(params)
 
 
+# -- closure conversion (note [closures]) ---------------------------------------------------
+
+class Captured:
+    """A closure-converted function value: staged as a function of the original arguments plus
+    one trailing tuple of the traced values it captured, which replace the captured ones in
+    its closures' frames, so the IR function reads only its own parameters. The derivative of
+    a transformation of it is with respect to its own arguments; an enclosing transformation
+    sees the captured values as arguments of the call and differentiates through them."""
+
+    def __init__(self, fn, captured):
+        self.fn, self.captured = fn, list(captured)
+        self.__name__ = getattr(fn, "__name__", "f")
+
+    def __pullback_stage__(self, ctx, args, kwargs):
+        *user, caps = args
+        m = {id(o): n for o, n in zip(self.captured, caps)}
+        return call(ctx._st, _subst(self.fn, m, {}), list(user), dict(kwargs))
+
+    def __repr__(self):
+        return f"<closure-converted {self.fn!r}>"
+
+
 # -- the top level and the hook context ---------------------------------------------------
 
-def stage_callable(state, fn, names, vals, key, loc=None, force_atoms=True, fname=None) -> FuncEntry:
-    """Stage a Python function or a `__pullback_stage__` object as a Func."""
+def stage_callable(state, fn, names, vals, key, loc=None, force_atoms=True, fname=None, kwargs=None) -> FuncEntry:
+    """Stage a Python function, a `__pullback_stage__` object or another callable (called
+    with `names`=`vals` positionally, plus the concrete `kwargs`) as a Func."""
     hit = state.cache.get(key)
     if hit is not None:
         return hit
@@ -243,10 +319,16 @@ def stage_callable(state, fn, names, vals, key, loc=None, force_atoms=True, fnam
         return stage_func(state, fn, names, vals, key, runner=runner, loc=loc, force_atoms=force_atoms, fname=fname)
     if isinstance(fn, types.MethodType):
         return stage_callable(state, fn.__func__, ["self"] + names, [fn.__self__] + list(vals), key, loc,
-                              force_atoms, fname)
+                              force_atoms, fname, kwargs)
     if not isinstance(fn, types.FunctionType):
-        raise StagingError(f"cannot stage '{describe(fn)}': it is not a Python function",
-                           hint="pass a function defined with def (or an object with __pullback_stage__)")
+        if not callable(fn) and not isinstance(fn, StagedClosure):
+            raise StagingError(f"cannot stage '{describe(fn)}': it is not a function",
+                               hint="pass a function defined with def (or an object with __pullback_stage__)")
+
+        def call_it(st, pvals):  # a NumPy ufunc, operator.mul, a nested def: staged as a call of it
+            return call(st, fn, list(pvals), dict(kwargs or {}))
+        return stage_func(state, fn, names, vals, key, runner=call_it, loc=loc, force_atoms=force_atoms,
+                          fname=fname)
     return stage_func(state, fn, names, vals, key, loc=loc, force_atoms=force_atoms, fname=fname)
 
 
@@ -255,6 +337,12 @@ def _names_vals(fn, args, kwargs=None):
     if isinstance(fn, (types.FunctionType, types.MethodType)):
         return _bind(fn, list(args), dict(kwargs or {}))
     return [f"arg{i}" for i in range(len(args))], list(args)
+
+
+def _extra_kwargs(fn, kwargs):
+    """Keyword arguments (of a `partial`) that `_names_vals` did not bind: those of a callable
+    that is not a Python function."""
+    return None if isinstance(fn, (types.FunctionType, types.MethodType)) else kwargs
 
 
 def unwrap_callable(fn, args):
@@ -267,7 +355,8 @@ def unwrap_callable(fn, args):
             args = tuple(fn.args) + tuple(args)
             kwargs = {**fn.keywords, **kwargs}
             fn = fn.func
-        elif (not isinstance(fn, (type, types.FunctionType, types.MethodType, types.BuiltinFunctionType))
+        elif (not isinstance(fn, (type, types.FunctionType, types.MethodType, types.BuiltinFunctionType,
+                                  StagedClosure))
               and not hasattr(fn, "__pullback_stage__")
               and isinstance(getattr(type(fn), "__call__", None), types.FunctionType)):
             fn = types.MethodType(type(fn).__call__, fn)
@@ -336,10 +425,21 @@ class StagingContext:
             args.insert(pos, static[pos])
         fn, args, kwargs = unwrap_callable(fn, args)
         names, vals = _names_vals(fn, args, kwargs)
-        key = ("ctx", fn, signature_of(tuple(vals)))
+        extra = _extra_kwargs(fn, kwargs)
+        key = ("ctx", fn, signature_of(tuple(vals))) + ((signature_of(extra),) if extra else ())
         entry = stage_callable(self._st.state, fn, names, vals, key, loc=self._st.loc or _hook_loc(fn),
-                               force_atoms=True)
+                               force_atoms=True, kwargs=extra)
         return entry.name, entry.out_tree, entry.ret_types
+
+    def capture(self, fn):
+        """(fn', captured): `fn` closure-converted when it is (or wraps) a function defined in
+        staged code or reads traced values of the function being staged; `captured` is the list
+        of those values, which `fn'` takes as one extra trailing argument (a tuple). Otherwise
+        (fn, None). See `Captured`."""
+        caps, staged = captured_values(fn)
+        if not caps and not staged:
+            return fn, None
+        return Captured(fn, caps), caps
 
     def funcs(self):
         return list(self._st.state.funcs.values())
@@ -379,8 +479,9 @@ def stage_entry(fn, args, static_argnums=()):
     state = ProgramState()
     fn, vals, kwargs = unwrap_callable(fn, vals)
     names, vals = _names_vals(fn, vals, kwargs)
-    key = (fn, signature_of(tuple(vals)))
-    entry = stage_callable(state, fn, names, vals, key, loc=_hook_loc(fn), force_atoms=True)
+    extra = _extra_kwargs(fn, kwargs)
+    key = (fn, signature_of(tuple(vals))) + ((signature_of(extra),) if extra else ())
+    entry = stage_callable(state, fn, names, vals, key, loc=_hook_loc(fn), force_atoms=True, kwargs=extra)
     prog = state.program(entry.name)
     return prog, in_tree, entry.out_tree, in_types
 

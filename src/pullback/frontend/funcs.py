@@ -18,6 +18,8 @@ Contract:
 """
 from __future__ import annotations
 
+import ast
+import functools
 import inspect
 from dataclasses import dataclass, field
 
@@ -33,7 +35,7 @@ from ..pytree import TreeDef, flatten, unflatten
 from . import alias, views
 from .numpy_api import describe
 from .source import function_ast
-from .staging import _MISSING_RET, Frame, Interp
+from .staging import _MISSING_RET, Frame, Interp, StagedClosure
 from .values import Traced, leaf_type, to_atom
 
 # -- program state ---------------------------------------------------------------------
@@ -152,6 +154,9 @@ def _bind(fn, args, kwargs):
 def call_function(st, fn, args, kwargs):
     """Call a user Python function with (some) traced arguments: an `Apply` of its `Func`."""
     names, vals = _bind(fn, args, kwargs)
+    caps = function_captures(vals)
+    if caps:  # closures among the arguments read traced values: pass those too (note [closures])
+        names, vals = names + [CAPTURED], vals + [tuple(caps)]
     # arguments that are views of each other stay so in the callee (Note [view-mutation])
     vpat, related = views.arg_pattern(st, flatten(tuple(vals))[0])
     key = (fn, signature_of(tuple(vals))) + ((views.pattern_key(vpat),) if vpat else ())
@@ -306,6 +311,9 @@ def stage_func(state, fn, names, vals, key, runner=None, loc=None, force_atoms=F
                     else:
                         new.append(leaf)
                 pvals.append(unflatten(tree, new))
+            if CAPTURED in names:  # closures passed as arguments read the parameters instead
+                memo: dict = {}
+                pvals = [_subst(v, made, memo) for v in pvals]
             pleaves, ptree = flatten(tuple(pvals))
             hidden = [alias.hidden_name(j) for j in range(len(info.slots))]
             if runner is None:
@@ -440,6 +448,123 @@ def _join_types(t, u, name, src, loc):
 def _func_hint(fn):
     n = getattr(fn, "__name__", None) or type(fn).__name__
     return n if n.isidentifier() else "f"
+
+
+# -- closure conversion (note [closures]) ---------------------------------------------------
+
+CAPTURED = "__pb_captured__"  # the extra parameter of a function passed closures that read traced values
+
+
+def _names_in(node):
+    """Every name a nested function's code mentions (a superset of its free variables)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _walk_fun(v, found, seen):
+    """Visit the traced values the function value `v` can read: its own (a partial's bound
+    arguments, a closure's defaults), and those of the enclosing staged frames under the names
+    a nested function mentions. Returns whether `v` involves a function defined in staged code."""
+    if id(v) in seen:
+        return False
+    if isinstance(v, Traced):
+        seen.add(id(v))
+        found.append(v)
+        return False
+    if isinstance(v, StagedClosure):
+        seen.add(id(v))
+        for d in list(v.defaults) + list(v.kw_defaults):
+            _walk_fun(d, found, seen)
+        names, f = _names_in(v.node), v.frame
+        while f is not None:
+            for d in (f.vars, f.closure):  # closure: also the frames `_subst_frame` made
+                for n in names & set(d):
+                    _walk_fun(d[n], found, seen)
+            f = f.parent
+        return True
+    if isinstance(v, (tuple, list)):
+        seen.add(id(v))
+        return any([_walk_fun(x, found, seen) for x in v])  # noqa: C419 (walk them all)
+    if isinstance(v, dict):
+        seen.add(id(v))
+        return any([_walk_fun(x, found, seen) for x in v.values()])  # noqa: C419
+    if isinstance(v, functools.partial):
+        seen.add(id(v))
+        return any([_walk_fun(x, found, seen) for x in (v.func, v.args, v.keywords)])  # noqa: C419
+    if hasattr(type(v), "__pullback_with_fun__"):  # a transformation of a function value
+        seen.add(id(v))
+        return _walk_fun(v.fun, found, seen)
+    return False
+
+
+def captured_values(fn):
+    """(traced values `fn` may read, whether it involves a function defined in staged code)."""
+    found: list = []
+    staged = _walk_fun(fn, found, set())
+    return found, staged
+
+
+def _subst(v, m, memo):
+    """`v` with the traced values whose ids `m` maps replaced, through closures' frames,
+    partials, transformations and containers; unchanged objects are kept."""
+    if isinstance(v, Traced):
+        return m.get(id(v), v)
+    if id(v) in memo:
+        return memo[id(v)]
+    if isinstance(v, StagedClosure):
+        new = StagedClosure(v.node, None, v.src, None, None, v.__name__)
+        memo[id(v)] = new
+        new.frame = _subst_frame(v.frame, m, memo)
+        new.defaults = [_subst(d, m, memo) for d in v.defaults]
+        new.kw_defaults = [_subst(d, m, memo) for d in v.kw_defaults]
+        return new
+    if isinstance(v, (tuple, list, dict)):
+        memo[id(v)] = v  # (a container that holds itself keeps that reference)
+        items = list(v.items()) if isinstance(v, dict) else list(enumerate(v))
+        kids = [(k, _subst(x, m, memo)) for k, x in items]
+        if all(a is b for (_, a), (_, b) in zip(kids, items)):
+            return v
+        vals = [x for _, x in kids]
+        if isinstance(v, dict):
+            r = dict(kids)
+        elif hasattr(v, "_fields"):  # a namedtuple
+            r = type(v)(*vals)
+        else:
+            r = tuple(vals) if isinstance(v, tuple) else vals
+        memo[id(v)] = r
+        return r
+    if isinstance(v, functools.partial):
+        memo[id(v)] = v
+        r = functools.partial(_subst(v.func, m, memo), *_subst(v.args, m, memo), **_subst(v.keywords, m, memo))
+        memo[id(v)] = r
+        return r
+    if hasattr(type(v), "__pullback_with_fun__"):
+        memo[id(v)] = v
+        r = memo[id(v)] = v.__pullback_with_fun__(_subst(v.fun, m, memo))
+        return r
+    return v
+
+
+def _subst_frame(f, m, memo):
+    if f is None:
+        return None
+    if id(f) in memo:
+        return memo[id(f)]
+    new = Frame({}, f.globals)
+    memo[id(f)] = new
+    # the enclosing function's variables become closure cells: read as before, but an in-place
+    # update of one is refused (`alias`), as the enclosing function would not see it
+    new.closure = {k: _subst(x, m, memo) for k, x in {**f.closure, **f.vars}.items()}
+    new.parent = _subst_frame(f.parent, m, memo)
+    return new
+
+
+def function_captures(vals):
+    """The traced values that the function values among the argument values `vals` read."""
+    found, seen = [], set()
+    for x in flatten(tuple(vals))[0]:
+        if not isinstance(x, Traced):
+            _walk_fun(x, found, seen)
+    return found
 
 
 __all__ = ["call_function", "stage_func", "ProgramState", "FuncEntry", "InProgress", "signature_of"]

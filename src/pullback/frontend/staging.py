@@ -69,7 +69,8 @@ class Frame:
 
 
 class StagedClosure:
-    """A `def`/`lambda` evaluated during staging; calls to it are inlined."""
+    """A `def`/`lambda` evaluated during staging; calls to it are inlined. Passed to a
+    transformation, it is closure-converted (`calls.Captured`, note [closures])."""
 
     def __init__(self, node, frame, src, defaults, kw_defaults, name):
         self.node, self.frame, self.src = node, frame, src
@@ -77,6 +78,10 @@ class StagedClosure:
 
     def _pb_same(self, other):
         return isinstance(other, StagedClosure) and other.node is self.node and other.frame is self.frame
+
+    def __call__(self, *args, **kwargs):  # staged code calls it through `calls.call_closure`
+        raise StagingError(f"the function '{self.__name__}' was defined in staged code and cannot be called "
+                           "outside it", hint="call it, or a transformation of it, inside the staged function")
 
     def __repr__(self):
         return f"<staged function {self.__name__}>"
