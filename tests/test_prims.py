@@ -232,6 +232,7 @@ CASES: dict[str, list[Case]] = {
        for op, mk in (("sum", F), ("prod", P), ("max", F), ("min", F))},
     "argmax": [Case((F(3, 4),), {"axis": 0}), Case((F(3, 4),), {"axis": 1}), Case((F(5),), {"axis": 0})],
     "argmin": [Case((F(3, 4),), {"axis": 0}), Case((F(3, 4),), {"axis": 1}), Case((F(5),), {"axis": 0})],
+    "argsort": [Case((F(3, 4),)), Case((F(5),)), Case((I([3, 1, 3, 0]),))],
     # shapes
     "reshape": [Case((F(2, 3),), {"shape": (3, 2)}), Case((F(6),), {"shape": (2, 1, 3)}),
                 Case((F(),), {"shape": (1,)}), Case((F(1, 1),), {"shape": ()})],
@@ -282,6 +283,7 @@ _OTHER_REF = {
     "min": lambda x, axes: np.min(x, axis=axes) if axes else np.asarray(x),
     "argmax": lambda x, axis: np.argmax(x, axis=axis),
     "argmin": lambda x, axis: np.argmin(x, axis=axis),
+    "argsort": lambda x: np.argsort(x, axis=-1, kind="stable"),
     "reshape": lambda x, shape: np.reshape(x, shape),
     "transpose": lambda x, perm: np.transpose(x, perm),
     "broadcast_to": lambda x, shape: np.broadcast_to(x, shape),

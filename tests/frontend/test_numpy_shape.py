@@ -83,6 +83,17 @@ CASES = {
     "einsum_outer": (lambda a: np.einsum("i,j->ij", a[0], a[1]), W),
     "einsum_lone": (lambda a: np.einsum("ij,kl->ik", a, a), W),
     "einsum_dot": (lambda a: np.einsum("ij,ij->", a, a), W),
+    "sort": (lambda a: np.sort(a), W),
+    "sort_axis0": (lambda a: np.sort(a, axis=0), W),
+    "sort_flat": (lambda a: np.sort(a, axis=None), W),
+    "argsort_gather": (lambda a: a[0][np.argsort(a[1])], W),
+    "partition": (lambda a: np.partition(a[0], 2)[2], W),
+    "median": (lambda a: np.median(a), W),
+    "median_axis": (lambda a: np.median(a, axis=1), W),
+    "median_odd": (lambda a: np.median(a[:, 1]), W),
+    "quantile": (lambda a: np.quantile(a, 0.3), W),
+    "quantile_list_axis": (lambda a: np.quantile(a, [0.25, 0.9], axis=0), W),
+    "percentile_keep": (lambda a: np.percentile(a, 40, axis=1, keepdims=True), W),
 }
 
 
@@ -106,3 +117,14 @@ def test_static_arguments_are_required():
     with pytest.raises(pb.PullbackError) as ei:
         pb.jit(f, backend="interp")(V, 2)
     assert "test_numpy_shape.py" in str(ei.value)
+
+
+@pytest.mark.slow
+def test_numba_compiles_a_bundle():
+    """One compiled module exercising the numba forms (argsort rows, take, where)."""
+    def f(a):
+        return (np.sum(np.sort(a) * np.arange(4.0)) + np.median(a) + np.sum(np.tril(a)) + np.sum(np.roll(a, 1))
+                + np.sum(np.einsum("ij,kj->ik", a, a)) + np.linalg.norm(a, 1) + np.std(a, ddof=1))
+
+    np.testing.assert_allclose(pb.jit(f, backend="numba")(W), f(W), rtol=1e-12)
+    np.testing.assert_allclose(pb.grad(f, backend="numba")(W), pb.grad(f, backend="interp")(W), rtol=1e-10)

@@ -387,6 +387,18 @@ class NumbaDialect:
         A = fe.a
         out_t = pat[0].type if pat else None
         out_nd = len(out_t.shape) if isinstance(out_t, TensorType) else 0
+        if op == "argsort":  # numba's np.argsort takes 1-D arrays: one row at a time
+            x = args[0]
+            if len(x.type.shape) == 1:
+                return f"np.argsort({A(x)}, kind=\"mergesort\")"
+            h = self.helper("_argsort_rows", (
+                f"{self.deco}\ndef _argsort_rows(x):\n"
+                f"    rows = np.ascontiguousarray(x).reshape(-1, x.shape[-1])\n"
+                f"    out = np.empty(rows.shape, dtype=np.int64)\n"
+                f"    for r in range(rows.shape[0]):\n"
+                f"        out[r] = np.argsort(rows[r], kind=\"mergesort\")\n"
+                f"    return out.reshape(x.shape)"))
+            return f"{h}({A(x)})"
         if op in ps._BIN_FN and len(args) == 2:
             x, y = args
             if op == "matmul":  # numba's BLAS path wants contiguous operands (transposes are views)

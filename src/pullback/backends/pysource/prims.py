@@ -256,6 +256,8 @@ class _PrimEmitter:
             if _ndim(x) == 1:
                 return f"{_REDUCE[op]}({A(x)})"
             return f"{_REDUCE[op]}({A(x)}, axis={_axes_lit(axes)})"
+        if op == "argsort":
+            return f"np.argsort({A(args[0])}, axis=-1, kind=\"stable\")"
         if op in ("argmax", "argmin"):
             (x,) = args
             if _ndim(x) == 1:

@@ -126,6 +126,19 @@ def _arg_type(ts, axis, name="argmax"):
     return (TensorType("i64", tuple(d for i, d in enumerate(t.shape) if i != axis)),)
 
 
+def _argsort_type(ts):
+    (t,) = ts
+    check(t.ndim >= 1 and t.dtype in ("f64", "f32", "i64", "bool"), f"argsort of {t}")
+    return (TensorType("i64", t.shape),)
+
+
+# argsort along the last axis (a stable sort: ties keep their order, as
+# kind="stable"); the frontend moves other axes last. Integer result: no derivative.
+TABLE.add(Row("argsort", _argsort_type, lambda x: np.argsort(x, axis=-1, kind="stable"),
+              cost=lambda ts, outs: int(ts[0].size * max(1, int(np.log2(max(ts[0].shape[-1], 2))))),
+              zero_deriv=True))
+
+
 for _n, _f in (("argmax", np.argmax), ("argmin", np.argmin)):
     TABLE.add(Row(_n, (lambda n: lambda ts, axis: _arg_type(ts, axis, n))(_n),
                   (lambda f: lambda x, axis: f(x, axis=axis))(_f),
