@@ -94,6 +94,17 @@ CASES = {
     "quantile": (lambda a: np.quantile(a, 0.3), W),
     "quantile_list_axis": (lambda a: np.quantile(a, [0.25, 0.9], axis=0), W),
     "percentile_keep": (lambda a: np.percentile(a, 40, axis=1, keepdims=True), W),
+    "cumsum": (lambda a: np.cumsum(a), W),
+    "cumsum_axis1": (lambda a: np.cumsum(a, axis=1), W),
+    "cumprod_axis0": (lambda a: np.cumprod(a, axis=0), W),
+    "method_cumsum": (lambda a: a[0].cumsum(), W),
+    "gradient": (lambda a: np.gradient(a[0]), W),
+    "gradient_h_axis": (lambda a: np.gradient(a, 0.5, axis=1), W),
+    "pad_constant": (lambda a: np.pad(a, 1), W),
+    "pad_edge": (lambda a: np.pad(a, ((1, 2), (0, 1)), mode="edge"), W),
+    "pad_reflect": (lambda a: np.pad(a, 2, mode="reflect"), W),
+    "rot90": (lambda a: np.rot90(a), W),
+    "rot90_k3": (lambda a: np.rot90(a, 3), W),
 }
 
 
@@ -128,3 +139,25 @@ def test_numba_compiles_a_bundle():
 
     np.testing.assert_allclose(pb.jit(f, backend="numba")(W), f(W), rtol=1e-12)
     np.testing.assert_allclose(pb.grad(f, backend="numba")(W), pb.grad(f, backend="interp")(W), rtol=1e-10)
+
+
+@pytest.mark.parametrize("f", [lambda a: np.sum(np.sin(np.cumsum(a))), lambda a: np.sum(np.sort(a) * a),
+                               lambda a: np.median(np.cumprod(a * 0.01 + 1.0))],
+                         ids=["cumsum", "sort", "cumprod_median"])
+def test_cheap_gradients(f):
+    """The gradient's work is a small constant times the primal's, at two sizes
+    (operation counts on the interpreter)."""
+    from pullback.backends import interp
+    from pullback.frontend import stage
+    from pullback.passes.vjp import vjp_prog
+
+    ratios = []
+    for n in (50, 800):
+        x = np.linspace(0.1, 1.0, n)
+        st = stage(f, (x,))
+        p, g = interp.OpCount(), interp.OpCount()
+        interp.run(st.prog, x, ops=p)
+        vprog, name = vjp_prog(st.prog)
+        interp.run(vprog, x, 1.0, fname=name, ops=g)
+        ratios.append(g.work / p.work)
+    assert ratios[1] <= 1.5 * ratios[0] and ratios[1] < 10, ratios

@@ -362,3 +362,116 @@ def _norm(st, x, ord=None, axis=None, keepdims=False):
         raise StagingError(f"np.linalg.norm with ord={ord!r} of a matrix is not supported yet (it needs an SVD)",
                            hint="use ord='fro', 1, -1, inf or -inf")
     return r if keepdims else ops.reshape(st, r, tuple(d for i, d in enumerate(r.shape) if i not in axes))
+
+
+# -- scans, gradients, padding, rotations -------------------------------------------
+
+def _scan(st, x, axis, op, dtype=None):
+    """cumsum/cumprod: an IR loop over `axis` carrying the running value (a row)
+    and the output, written one row per iteration: O(size) work, and the loop's
+    reverse mode gives an O(size) derivative."""
+    from ..ir.types import I64
+
+    x = _t(st, x)
+    if dtype is not None:
+        x = ops.cast(st, x, ops.dtype_arg(dtype))
+    if axis is None:
+        x, axis = ops.reshape(st, x, (-1,)), 0
+    xt, back = _front(st, x, axis)
+    n = xt.shape[0]
+    if n == 0:
+        return x
+    b = st.b
+    first = ops.getitem(st, xt, 0)
+    sb = b.child()
+    i = sb.fresh("i", I64)
+    acc = sb.fresh("acc", first.type)
+    out = sb.fresh("out", xt.type)
+    k = sb.emit("add", i, Const(1, I64), name="k")
+    row = sb.emit("index", xt.atom, k, spec=(("d",),), name="row")
+    acc2 = sb.emit(op, acc, row, name="acc")
+    out2 = sb.emit("index_update", out, acc2, k, spec=(("d",),), mode="set", name="out")
+    init_out = ops.emit(st, "index_update", ops.full(st, xt.shape, 0, xt.type.dtype).atom, first.atom,
+                        Const(0, I64), spec=(("d",),), mode="set")
+    _, res = b.for_loop([acc, out], [first.atom, init_out.atom], i, Const(n - 1, I64), sb.body([acc2, out2]),
+                        names=["acc", "out"])
+    r = Traced(res)
+    return ops.transpose(st, r, back) if back else r
+
+
+def _front(st, x, axis):
+    ax = ops.norm_axis(axis, x.ndim)
+    if ax == 0:
+        return x, None
+    perm = (ax,) + tuple(d for d in range(x.ndim) if d != ax)
+    return ops.transpose(st, x, perm), tuple(int(i) for i in np.argsort(perm))
+
+
+_reg(np.cumsum)(lambda st, a, axis=None, dtype=None, out=None: _scan(st, a, axis, "add", dtype))
+_reg(np.cumprod)(lambda st, a, axis=None, dtype=None, out=None: _scan(st, a, axis, "mul", dtype))
+METHODS["cumsum"] = lambda st, x, axis=None, dtype=None: _scan(st, x, axis, "add", dtype)
+METHODS["cumprod"] = lambda st, x, axis=None, dtype=None: _scan(st, x, axis, "mul", dtype)
+
+
+@_reg(np.gradient)
+def _gradient(st, f, *varargs, axis=None, edge_order=1):
+    """Central differences inside, one-sided at the ends (edge_order=1, unit or
+    scalar spacing), as NumPy."""
+    f = _t(st, f)
+    if edge_order != 1 or len(varargs) > 1 or (varargs and isinstance(varargs[0], (list, tuple, np.ndarray))):
+        raise StagingError("np.gradient is supported with edge_order=1 and one scalar spacing")
+    h = varargs[0] if varargs else 1.0
+    axes = _axes(axis, f.ndim)
+    outs = []
+    for ax in axes:
+        if f.shape[ax] < 2:
+            raise StagingError("np.gradient needs at least 2 points along each axis")
+
+        def s(a, b, ax=ax):
+            return ops.getitem(st, f, tuple(slice(a, b) if d == ax else slice(None) for d in range(f.ndim)))
+
+        first = ops.binary(st, "sub", s(1, 2), s(0, 1))
+        last = ops.binary(st, "sub", s(-1, None), s(-2, -1))
+        parts = [first]
+        if f.shape[ax] > 2:
+            parts.append(ops.binary(st, "mul", ops.binary(st, "sub", s(2, None), s(0, -2)), 0.5))
+        parts.append(last)
+        outs.append(ops.binary(st, "div", ops.concatenate(st, parts, ax), h))
+    return outs[0] if len(outs) == 1 else outs
+
+
+@_reg(np.pad)
+def _pad(st, a, pad_width, mode="constant", constant_values=0):
+    x = _t(st, a)
+    pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
+    if mode not in ("constant", "edge", "reflect"):
+        raise StagingError(f"np.pad mode {mode!r} is not supported", hint="use 'constant', 'edge' or 'reflect'")
+    for ax in range(x.ndim):
+        lo, hi = int(pw[ax, 0]), int(pw[ax, 1])
+        n = x.shape[ax]
+        if mode == "constant":
+            def block(k, ax=ax):
+                shape = tuple(k if d == ax else x.shape[d] for d in range(x.ndim))
+                return ops.full(st, shape, constant_values, x.type.dtype)
+            left, right = (block(lo) if lo else None), (block(hi) if hi else None)
+        else:
+            if mode == "edge":
+                li, ri = np.zeros(lo, np.int64), np.full(hi, n - 1, np.int64)
+            else:
+                if lo >= n or hi >= n:
+                    raise StagingError("np.pad mode='reflect' wider than the array is not supported")
+                li, ri = np.arange(lo, 0, -1), np.arange(n - 2, n - 2 - hi, -1)
+            left = _take_const(st, x, li, ax) if lo else None
+            right = _take_const(st, x, ri, ax) if hi else None
+        x = ops.concatenate(st, [p for p in (left, x, right) if p is not None], ax)
+    return x
+
+
+@_reg(np.rot90)
+def _rot90(st, m, k=1, axes=(0, 1)):
+    x = _t(st, m)
+    k = ops.static_int(k, "np.rot90's k") % 4
+    a0, a1 = (ops.norm_axis(a, x.ndim) for a in axes)
+    for _ in range(k):   # rot90 = flip along axes[1], then swap the two axes
+        x = _swapaxes(st, _flip(st, x, a1), a0, a1)
+    return x
