@@ -105,6 +105,15 @@ CASES = {
     "pad_reflect": (lambda a: np.pad(a, 2, mode="reflect"), W),
     "rot90": (lambda a: np.rot90(a), W),
     "rot90_k3": (lambda a: np.rot90(a, 3), W),
+    "arcsin": (lambda a: np.arcsin(a * 0.3), W),
+    "arccos": (lambda a: np.arccos(a * 0.3), W),
+    "arctan": (lambda a: np.arctan(a), W),
+    "arcsinh": (lambda a: np.arcsinh(a * 3.0), W),
+    "arccosh": (lambda a: np.arccosh(np.abs(a) + 1.5), W),
+    "arctanh": (lambda a: np.arctanh(a * 0.3), W),
+    "cbrt": (lambda a: np.cbrt(a), W),
+    "sinc": (lambda a: np.sinc(a), W),
+    "nan_to_num": (lambda a: np.nan_to_num(a), W),
 }
 
 
@@ -161,3 +170,18 @@ def test_cheap_gradients(f):
         interp.run(vprog, x, 1.0, fname=name, ops=g)
         ratios.append(g.work / p.work)
     assert ratios[1] <= 1.5 * ratios[0] and ratios[1] < 10, ratios
+
+
+def test_elementwise_edges():
+    import math
+
+    assert pb.grad(lambda x: np.sinc(x), backend="interp")(0.0) == 0.0
+    assert pb.jit(lambda x: np.sinc(x), backend="interp")(0.0) == 1.0
+    assert pb.jit(lambda x: np.arcsinh(x), backend="interp")(-1e8) == pytest.approx(np.arcsinh(-1e8), rel=1e-14)
+    assert pb.grad(lambda x: np.arcsinh(x), backend="interp")(0.0) == pytest.approx(1.0)
+    assert pb.grad(lambda x: np.cbrt(x), backend="interp")(-8.0) == pytest.approx(1.0 / 12.0)
+    assert pb.grad(lambda x: math.asin(x), backend="interp")(0.5) == pytest.approx(1 / math.sqrt(0.75))
+    x = np.array([1.0, np.nan, np.inf, -np.inf, -2.0])
+    np.testing.assert_array_equal(pb.jit(np.nan_to_num, backend="pysource")(x), np.nan_to_num(x))
+    np.testing.assert_array_equal(pb.grad(lambda v: np.sum(np.nan_to_num(v) * 0.5), backend="pysource")(x),
+                                  [0.5, 0.0, 0.0, 0.0, 0.5])

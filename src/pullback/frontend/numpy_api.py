@@ -498,4 +498,4 @@ _reg(np.shape)(lambda st, a: leaf_type(a).shape)
 _reg(np.size)(lambda st, a, axis=None: leaf_type(a).size if axis is None else leaf_type(a).shape[axis])
 
 
-from . import numpy_contract, numpy_shape, numpy_sort  # noqa: E402,F401  (register more of NumPy in FUNCS)
+from . import numpy_contract, numpy_math, numpy_shape, numpy_sort  # noqa: E402,F401  (register more of NumPy in FUNCS)
