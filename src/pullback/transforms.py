@@ -166,9 +166,21 @@ def jvp(ctx, fun, primals, tangents):
 class VjpFn:
     """The pullback returned by `pb.vjp` inside staged code: `vjp_fn(ct) -> tuple of cotangents`."""
 
-    def __init__(self, vname, leaves, in_tree, out_tree, ret_types):
+    def __init__(self, vname, leaves, in_tree, out_tree, ret_types, traced=None):
+        from .frontend.values import Traced
+
         self.vname, self.leaves, self.in_tree = vname, leaves, in_tree
         self.out_tree, self.ret_types = out_tree, ret_types
+        self.traced = list(traced) if traced is not None else [Traced(a) for a in leaves]
+
+    def __pullback_traced__(self):
+        """The staged values it holds (the primals): a closure that calls it and is staged as a
+        function of its own captures them (note [closures])."""
+        return self.traced
+
+    def __pullback_with_traced__(self, vals):
+        """The same pullback at the primals `vals` (`__pullback_traced__`, substituted)."""
+        return VjpFn(self.vname, [v.atom for v in vals], self.in_tree, self.out_tree, self.ret_types, vals)
 
     def __pullback_stage__(self, ctx, args, kwargs):
         if len(args) != 1:

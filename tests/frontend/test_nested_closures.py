@@ -245,3 +245,37 @@ def test_in_place_update_of_a_captured_array_in_a_helper_is_refused():
     with pytest.raises(pb.PullbackError, match="closure cell") as ei:
         pb.jit(mutates_captured)(1.0)
     assert "buf[0] = v" in str(ei.value)
+
+
+# -- what else a staged function value may hold -------------------------------------------------------
+
+def default_captures(x):
+    return pb.grad(lambda y, a=x: a * y * y)(1.0)  # 2x
+
+
+def list_captures(x):
+    vals = [x, x * x]
+    return pb.grad(lambda y: vals[0] * vals[1] * y)(1.0)  # x**3
+
+
+def calls_a_vjp_fn(x):
+    _, back = pb.vjp(np.sin, x)
+    return pb.grad(lambda c: back(c)[0] * x)(1.0)  # x cos x
+
+
+def partial_keyword(x):
+    def g(y, *, k=2.0):
+        return x * y ** k
+    return pb.grad(functools.partial(g, k=3.0))(1.0)  # 3x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_captured_defaults_lists_and_vjp_fns(backend):
+    x = 0.7
+    assert pb.grad(default_captures, backend=backend)(x) == pytest.approx(2.0)
+    assert pb.grad(list_captures, backend=backend)(x) == pytest.approx(3 * x ** 2)
+    assert pb.jit(calls_a_vjp_fn, backend=backend)(x) == pytest.approx(x * np.cos(x))
+    assert pb.grad(calls_a_vjp_fn, backend=backend)(x) == pytest.approx(np.cos(x) - x * np.sin(x))
+    assert pb.grad(partial_keyword, backend=backend)(x) == pytest.approx(3.0)
+    assert pb.jit(lambda v: pb.jacobian(lambda u: u * v, argnums=-1)(np.ones(2)), backend=backend)(x) \
+        == pytest.approx(x * np.eye(2))

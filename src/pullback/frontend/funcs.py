@@ -493,6 +493,11 @@ def _walk_fun(v, found, seen):
     if hasattr(type(v), "__pullback_with_fun__"):  # a transformation of a function value
         seen.add(id(v))
         return _walk_fun(v.fun, found, seen)
+    if hasattr(type(v), "__pullback_traced__"):  # holds staged values (a vjp_fn)
+        seen.add(id(v))
+        for x in v.__pullback_traced__():
+            _walk_fun(x, found, seen)
+        return True
     return False
 
 
@@ -540,6 +545,11 @@ def _subst(v, m, memo):
     if hasattr(type(v), "__pullback_with_fun__"):
         memo[id(v)] = v
         r = memo[id(v)] = v.__pullback_with_fun__(_subst(v.fun, m, memo))
+        return r
+    if hasattr(type(v), "__pullback_traced__"):
+        old = v.__pullback_traced__()
+        new = [_subst(x, m, memo) for x in old]
+        r = memo[id(v)] = v if all(a is b for a, b in zip(old, new)) else v.__pullback_with_traced__(new)
         return r
     return v
 
