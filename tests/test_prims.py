@@ -90,6 +90,9 @@ class Case:
     build: Callable | None = None  # custom program builder: rng -> (Prog, args)
 
 
+# a well-conditioned matrix for the linear-algebra rows
+WELL = np.array([[2.0, 0.3, -0.5], [0.1, 1.5, 0.4], [-0.3, 0.2, 1.8]])
+
 # -- the table -----------------------------------------------------------------------
 
 UNARY_SHAPES = [(), (3,), (2, 3)]
@@ -257,6 +260,8 @@ CASES: dict[str, list[Case]] = {
                  Case((F(5), I([[0, 1], [1, 4]]), F(2, 2)), {"axis": 0}, ref=_ref_take_add)],
     # linear algebra: all four rank combinations
     "matmul": [Case((F(3, 4), F(4, 2))), Case((F(4), F(4, 2))), Case((F(3, 4), F(4))), Case((F(4), F(4)))],
+    "solve": [Case((Arg("f64", (3, 3), value=WELL), F(3))), Case((Arg("f64", (3, 3), value=WELL), F(3, 2)))],
+    "slogdet": [Case((Arg("f64", (3, 3), value=WELL),)), Case((Arg("f64", (3, 3), value=-WELL),))],
     # stores: whole programs (push two values, pop them)
     "store_new": STORE_CASES,
     "store_push": STORE_CASES,
@@ -284,6 +289,8 @@ _OTHER_REF = {
     "argmax": lambda x, axis: np.argmax(x, axis=axis),
     "argmin": lambda x, axis: np.argmin(x, axis=axis),
     "argsort": lambda x: np.argsort(x, axis=-1, kind="stable"),
+    "solve": np.linalg.solve,
+    "slogdet": lambda a: np.linalg.slogdet(a)[0],  # the first result (the sign)
     "reshape": lambda x, shape: np.reshape(x, shape),
     "transpose": lambda x, perm: np.transpose(x, perm),
     "broadcast_to": lambda x, shape: np.broadcast_to(x, shape),

@@ -114,6 +114,11 @@ CASES = {
     "cbrt": (lambda a: np.cbrt(a), W),
     "sinc": (lambda a: np.sinc(a), W),
     "nan_to_num": (lambda a: np.nan_to_num(a), W),
+    "solve_vec": (lambda a: np.linalg.solve(a[:, :3] + 3 * np.eye(3), a[:, 3]), W),
+    "solve_mat": (lambda a: np.linalg.solve(a[:, 1:] + 3 * np.eye(3), a[:, :2]), W),
+    "inv": (lambda a: np.linalg.inv(a[:, :3] + 3 * np.eye(3)), W),
+    "det": (lambda a: np.linalg.det(a[:, :3]), W),
+    "slogdet": (lambda a: np.linalg.slogdet(a[:, 1:])[1], W),
 }
 
 

@@ -387,6 +387,9 @@ class NumbaDialect:
         A = fe.a
         out_t = pat[0].type if pat else None
         out_nd = len(out_t.shape) if isinstance(out_t, TensorType) else 0
+        if op in ("solve", "slogdet"):  # LAPACK through numba: contiguous operands
+            ops_ = ", ".join(f"np.ascontiguousarray({A(a)})" for a in args)
+            return f"np.linalg.{op}({ops_})"
         if op == "argsort":  # numba's np.argsort takes 1-D arrays: one row at a time
             x = args[0]
             if len(x.type.shape) == 1:

@@ -146,3 +146,47 @@ def _einsum(st, subscripts, *operands, optimize=False):
         raise ShapeError(f"np.einsum: output '{out}' does not match the free indices '{''.join(order)}'")
     return ops.transpose(st, r, tuple(order.index(ch) for ch in out)) if order != list(out) else r
 
+
+
+# -- linear algebra on the `solve` and `slogdet` primitives ----------------------------
+
+def _square(st, a, what):
+    a = _t(st, a)
+    if not a.type.is_float:
+        a = ops.cast(st, a, "f64")
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise ShapeError(f"np.linalg.{what} needs a square matrix, got shape {a.shape}",
+                         hint="stacked matrices: loop over the stack")
+    return a
+
+
+@_reg(np.linalg.solve)
+def _solve(st, a, b):
+    a = _square(st, a, "solve")
+    b = _t(st, b)
+    if not b.type.is_float:
+        b = ops.cast(st, b, a.type.dtype)
+    return ops.emit(st, "solve", a.atom, b.atom)
+
+
+@_reg(np.linalg.inv)
+def _inv(st, a):
+    from ..ir.core import Const
+    from ..ir.types import TensorType
+
+    a = _square(st, a, "inv")
+    n = a.shape[0]
+    return ops.emit(st, "solve", a.atom, Const(np.eye(n), TensorType(a.type.dtype, (n, n))))
+
+
+@_reg(np.linalg.slogdet)
+def _slogdet(st, a):
+    a = _square(st, a, "slogdet")
+    s, ld = st.b.emit_multi("slogdet", a.atom, name="logdet")
+    return Traced(s), Traced(ld)
+
+
+@_reg(np.linalg.det)
+def _det(st, a):
+    s, ld = _slogdet(st, a)
+    return ops.binary(st, "mul", s, ops.unary(st, "exp", ld))

@@ -256,6 +256,10 @@ class _PrimEmitter:
             if _ndim(x) == 1:
                 return f"{_REDUCE[op]}({A(x)})"
             return f"{_REDUCE[op]}({A(x)}, axis={_axes_lit(axes)})"
+        if op == "solve":
+            return f"np.linalg.solve({A(args[0])}, {A(args[1])})"
+        if op == "slogdet":
+            return f"np.linalg.slogdet({A(args[0])})"
         if op == "argsort":
             return f"np.argsort({A(args[0])}, axis=-1, kind=\"stable\")"
         if op in ("argmax", "argmin"):
