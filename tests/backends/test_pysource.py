@@ -52,6 +52,8 @@ B3, I3 = T("bool", 3), T("i64", 3)
 
 # op -> list of (operands, params); an operand is a type (a parameter) or a Const
 SAMPLES = {
+    "solve": [([T("f64", 3, 3), V3], {}), ([T("f64", 3, 3), T("f64", 3, 2)], {})],
+    "slogdet": [([T("f64", 3, 3)], {})],
     "not": [([B3], {}), ([T("bool")], {})],
     "where": [([B3, V3, _c(-1.0)], {}), ([T("bool"), S, S], {})],
     "cast": [([V3], {"dtype": d}) for d in ("f32", "i64", "bool", "f64")] + [([S], {"dtype": "i64"}),

@@ -479,10 +479,32 @@ class BoundMethod:
 
 
 def lookup(fn):
+    """The handler for `fn`. For NumPy functions that take arrays, a positional
+    list or tuple holding traced numbers becomes an array first, as NumPy does
+    (`np.sum([x, x + 1])`, `np.linalg.norm([x, y])`)."""
     try:
-        return FUNCS.get(fn)
+        h = FUNCS.get(fn)
     except TypeError:
         return None
+    if h is None or fn in _TAKE_SEQUENCES or getattr(fn, "__module__", None) in ("builtins", "math"):
+        return h
+    return lambda st, *a, **k: h(st, *[_as_array(st, x) for x in a], **k)
+
+
+def _as_array(st, x):
+    if isinstance(x, (list, tuple)) and _holds_traced(x):
+        return ops.array(st, x)
+    return x
+
+
+def _holds_traced(x) -> bool:
+    return any(_holds_traced(v) if isinstance(v, (list, tuple)) else isinstance(v, Traced) for v in x)
+
+
+# functions whose positional sequences are sequences of arrays, not arrays
+_TAKE_SEQUENCES = {f for f in (np.concatenate, np.stack, np.hstack, np.vstack, np.dstack, np.column_stack,
+                               np.select, np.einsum, np.array, np.asarray, np.block, np.broadcast_arrays,
+                               np.meshgrid, np.atleast_1d, np.atleast_2d, np.atleast_3d)}
 
 
 def describe(fn) -> str:
