@@ -52,24 +52,24 @@ def _flat_or(st, x, axis):
     return (ops.reshape(st, x, (-1,)), -1) if axis is None else (x, axis)
 
 
-@_reg(np.sort)
-def _sort(st, a, axis=-1, kind=None, order=None):
+def _along(st, a, axis, order, what, last_fn):
+    """`last_fn` applied along `axis` (None: the flattened array), axes moved back."""
     if order is not None:
-        raise StagingError("np.sort with order= (structured arrays) is not supported")
+        raise StagingError(f"np.{what} with order= (structured arrays) is not supported")
     x, axis = _flat_or(st, _t(st, a), axis)
     xt, back = _last(st, x, axis)
-    s, _ = _sorted_last(st, xt)
-    return ops.transpose(st, s, back) if back else s
+    r = last_fn(xt)
+    return ops.transpose(st, r, back) if back else r
+
+
+@_reg(np.sort)
+def _sort(st, a, axis=-1, kind=None, order=None):
+    return _along(st, a, axis, order, "sort", lambda xt: _sorted_last(st, xt)[0])
 
 
 @_reg(np.argsort)
 def _argsort(st, a, axis=-1, kind=None, order=None):
-    if order is not None:
-        raise StagingError("np.argsort with order= (structured arrays) is not supported")
-    x, axis = _flat_or(st, _t(st, a), axis)
-    xt, back = _last(st, x, axis)
-    idx = ops.emit(st, "argsort", xt.atom)
-    return ops.transpose(st, idx, back) if back else idx
+    return _along(st, a, axis, order, "argsort", lambda xt: ops.emit(st, "argsort", xt.atom))
 
 
 @_reg(np.partition)
