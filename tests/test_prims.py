@@ -236,6 +236,7 @@ CASES: dict[str, list[Case]] = {
     "argmax": [Case((F(3, 4),), {"axis": 0}), Case((F(3, 4),), {"axis": 1}), Case((F(5),), {"axis": 0})],
     "argmin": [Case((F(3, 4),), {"axis": 0}), Case((F(3, 4),), {"axis": 1}), Case((F(5),), {"axis": 0})],
     "argsort": [Case((F(3, 4),)), Case((F(5),)), Case((I([3, 1, 3, 0]),))],
+    "stop_gradient": [Case((F(3),)), Case((F(),))],
     # shapes
     "reshape": [Case((F(2, 3),), {"shape": (3, 2)}), Case((F(6),), {"shape": (2, 1, 3)}),
                 Case((F(),), {"shape": (1,)}), Case((F(1, 1),), {"shape": ()})],
@@ -289,6 +290,7 @@ _OTHER_REF = {
     "argmax": lambda x, axis: np.argmax(x, axis=axis),
     "argmin": lambda x, axis: np.argmin(x, axis=axis),
     "argsort": lambda x: np.argsort(x, axis=-1, kind="stable"),
+    "stop_gradient": lambda x: x,
     "solve": np.linalg.solve,
     "slogdet": lambda a: np.linalg.slogdet(a)[0],  # the first result (the sign)
     "reshape": lambda x, shape: np.reshape(x, shape),
@@ -301,7 +303,8 @@ _OTHER_REF = {
 
 # zero_deriv rows whose outputs are floats: piecewise constant (derivative zero
 # wherever it exists), no inputs (iota), or stores that hold no input values.
-ZERO_DERIV_FLOAT_OK = {"floor", "ceil", "round", "sign", "floordiv", "iota", "store_new", "store_zeros_like"}
+ZERO_DERIV_FLOAT_OK = {"floor", "ceil", "round", "sign", "floordiv", "iota", "store_new", "store_zeros_like",
+                      "stop_gradient"}
 
 
 def _ref(name, case):
@@ -483,6 +486,8 @@ def test_zero_deriv_rows_have_zero_derivative(name, i):
         f"ZERO_DERIV_FLOAT_OK if its derivative is really zero")
     if not args or case.build is not None:
         return  # no inputs (iota), or a whole store program (checked by test_jvp_and_vjp)
+    if name == "stop_gradient":
+        return  # its derivative is zero by definition, not by the numbers (tests/frontend/test_stop_gradient.py)
     from pullback.backends.interp import run
 
     def f(*xs):

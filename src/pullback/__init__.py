@@ -18,6 +18,7 @@ from .api import (
     vjp,
 )
 from .checkpointing import Joint, Store
+from .lax import stop_gradient
 from .errors import (
     IndexOutOfBoundsError,
     IntegerDivisionError,

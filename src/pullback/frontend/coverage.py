@@ -18,7 +18,8 @@ _NO_DERIV = {"argmax", "argmin", "argsort", "floor", "ceil", "rint", "sign", "is
              "logical_and", "logical_or", "logical_xor", "equal", "not_equal", "less", "less_equal",
              "greater", "greater_equal", "all", "any", "count_nonzero", "iota", "arange", "zeros", "ones",
              "zeros_like", "ones_like", "empty", "empty_like", "eye", "identity", "floor_divide", "isfinite",
-             "isinf", "heaviside", "round", "around", "trunc", "bool", "int", "len", "range", "shape", "ndim"}
+             "isinf", "heaviside", "round", "around", "trunc", "bool", "int", "len", "range", "shape", "ndim",
+             "stop_gradient"}
 
 
 def _qualname(f) -> str:

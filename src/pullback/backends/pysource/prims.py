@@ -256,6 +256,8 @@ class _PrimEmitter:
             if _ndim(x) == 1:
                 return f"{_REDUCE[op]}({A(x)})"
             return f"{_REDUCE[op]}({A(x)}, axis={_axes_lit(axes)})"
+        if op == "stop_gradient":
+            return f"{A(args[0])}.copy()" if _ndim(args[0]) > 0 else A(args[0])
         if op == "solve":
             return f"np.linalg.solve({A(args[0])}, {A(args[1])})"
         if op == "slogdet":

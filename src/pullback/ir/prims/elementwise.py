@@ -287,3 +287,13 @@ def _cast_vjp(b, args, outs, cts, need, dtype):
 
 
 TABLE.add(Row("cast", _cast_type, _cast_impl, _cast_jvp, _cast_vjp, _cost_out))
+
+
+# stop_gradient: the value, with a zero derivative in every mode (jax.lax.stop_gradient)
+def _stop_impl(x):
+    import numpy as np
+
+    return np.array(x, copy=True) if np.ndim(x) else x
+
+
+TABLE.add(Row("stop_gradient", lambda ts: (ts[0],), _stop_impl, cost=lambda ts, outs: 0, zero_deriv=True))
