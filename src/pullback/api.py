@@ -380,9 +380,10 @@ def value_and_grad(fun, argnums=0, backend: str | None = None, checkpoint="store
 
 @_api
 def jacobian(fun, argnums=0, mode: str = "rev", backend: str | None = None, checkpoint="store"):
-    """Jacobian of `fun` w.r.t. one argument, shape `out.shape + x.shape`.
-    `checkpoint` applies to mode="rev" (see `grad`)."""
-    argnums = _prepare(fun, "jacobian", backend, argnums, single=True)
+    """Jacobian of `fun` w.r.t. one argument, shape `out.shape + x.shape`; with a
+    tuple of argnums, a tuple of Jacobians (as JAX). `checkpoint` applies to
+    mode="rev" (see `grad`)."""
+    argnums = _prepare(fun, "jacobian", backend, argnums)
     if mode not in ("rev", "fwd"):
         raise PullbackError(f"jacobian mode must be 'rev' or 'fwd', got {short_repr(mode)}",
                             hint="mode='rev' (one vjp per output element) or mode='fwd' (one jvp per input element)")
@@ -405,8 +406,18 @@ def jacfwd(fun, argnums=0, backend=None):
 @_api
 def hessian(fun, argnums=0, backend: str | None = None, checkpoint="store"):
     """Hessian by forward-over-reverse: `jacobian(grad(fun), mode="fwd")`;
-    `checkpoint` is the inner gradient's strategy."""
-    argnums = _prepare(fun, "hessian", backend, argnums, single=True)
+    `checkpoint` is the inner gradient's strategy. With a tuple of argnums, the
+    nested tuple of blocks `H[i][j]` = d2 f / d x_i d x_j, as JAX."""
+    argnums = _prepare(fun, "hessian", backend, argnums)
+    if isinstance(argnums, tuple):
+        blocks = [[jacobian(grad(fun, i, backend, checkpoint), j, "fwd", backend) for j in argnums]
+                  for i in argnums]
+
+        @_api
+        def hess(*args, **kwargs):
+            return tuple(tuple(b(*args, **kwargs) for b in row) for row in blocks)
+
+        return hess
     return jacobian(grad(fun, argnums, backend, checkpoint), argnums, "fwd", backend)
 
 

@@ -219,8 +219,11 @@ def jacobian(ctx, fun, args, argnums, mode, checkpoint=None):
     """Jacobian of an array-valued function w.r.t. one array argument: shape out.shape + x.shape.
 
     Built as an IR loop over basis vectors: one vjp per output element
-    (mode="rev") or one jvp per input element (mode="fwd").
+    (mode="rev") or one jvp per input element (mode="fwd"). A tuple of argnums
+    gives a tuple of Jacobians, one per argument, as JAX does.
     """
+    if isinstance(argnums, tuple):
+        return tuple(jacobian(ctx, fun, args, a, mode, checkpoint) for a in argnums)
     if not isinstance(argnums, int):
         raise PullbackError("jacobian takes one argnum (an int)", loc=_where(ctx),
                             hint="call pb.jacobian once per argument")

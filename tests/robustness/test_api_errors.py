@@ -57,7 +57,7 @@ def test_bad_argnums():
     expect(lambda: pb.grad(two, argnums=(0, "y"))(1.0, 2.0))
     expect(lambda: pb.grad(two, argnums=True)(1.0, 2.0))
     expect(lambda: pb.value_and_grad(two, argnums=[0, 0])(1.0, 2.0))
-    expect(lambda: pb.jacobian(sq, argnums=(0,))(X))
+    expect(lambda: pb.jacobian(sq, argnums=(0, 0.5))(X))   # a tuple of ints is fine (issue 10); floats are not
     expect(lambda: pb.hessian(f, argnums="0")(X))
 
 
