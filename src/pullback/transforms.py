@@ -138,6 +138,9 @@ def _describe(tree, types):
 
 def jvp(ctx, fun, primals, tangents):
     primals, tangents = tuple(primals), tuple(tangents)
+    if len(tangents) == len(primals):
+        # None for an argument: no tangent (integers, booleans) or a zero one (floats)
+        tangents = tuple(_zero_tangent(ctx, p) if t is None else t for p, t in zip(primals, tangents))
     fname, leaves, in_tree, out_tree, ret_types = stage_fn(ctx, fun, primals)
     tleaves, t_tree = ctx.to_atoms(tangents)
     if t_tree != in_tree:
@@ -161,6 +164,20 @@ def jvp(ctx, fun, primals, tangents):
     tans = {i: outs[len(ret_types) + j] for j, i in enumerate(fo)}
     tout = [tans[i] if i in tans else ctx.builder.zeros(ret_types[i].with_dtype("f64")) for i in range(len(ret_types))]
     return ctx.from_atoms(prim, out_tree), ctx.from_atoms(tout, out_tree)
+
+
+def _zero_tangent(ctx, primal):
+    """The tangent of an argument given as None: the value itself for integer and
+    boolean leaves (their tangents are not used), zeros for float ones."""
+    from .pytree import flatten, unflatten
+
+    leaves, tree = flatten(primal)
+    out = []
+    for leaf in leaves:
+        atoms, _ = ctx.to_atoms(leaf)
+        t = atoms[0].type
+        out.append(leaf if not t.is_float else ctx.from_atoms([ctx.builder.zeros(t)], TreeDef("leaf")))
+    return unflatten(tree, out)
 
 
 class VjpFn:
