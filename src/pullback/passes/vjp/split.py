@@ -75,6 +75,10 @@ def build(ctx, f: Func, fwd_name: str, bwd_name: str) -> tuple[Func, Func]:
     F = Builder(ctx.supply)
     tin = Tape.params(plan, F)
     tape = tin.copy()
+    # the zero adjoint of a float store parameter has the store's length on entry:
+    # made here, before the body pushes or pops, and kept as a residual if used
+    zstore = {p: F.emit("store_zeros_like", p, name=names.adjoint(p.name))
+              for p in f.params if isinstance(p.type, StoreType) and differentiable(p.type)}
     info = fwd_scope(ctx, F, f.body, tape)
     R = Builder(ctx.supply)
     start = Tape.params(plan, R)
@@ -94,7 +98,8 @@ def build(ctx, f: Func, fwd_name: str, bwd_name: str) -> tuple[Func, Func]:
             accs.append(acc)
             adj.m[p] = acc
     rev_scope(ctx, R, f.body, adj, info, rt)
-    grads = [adj.get_or_zero(p) for p in f.params if differentiable(p.type)]
+    grads = [adj.get(p) if adj.get(p) is not None else zstore.get(p) or adj.get_or_zero(p)
+             for p in f.params if differentiable(p.type)]
     rbody = Body(tuple(R.stmts), tuple(rt.atoms() + grads))
     residuals, remat = _residuals(ctx, F.stmts, free_vars(rbody))
     rbody = Body(tuple(remat) + rbody.stmts, rbody.result)
@@ -104,7 +109,8 @@ def build(ctx, f: Func, fwd_name: str, bwd_name: str) -> tuple[Func, Func]:
         if isinstance(f.params[i].type, StoreType):
             raise MissingRuleError(f"split-mode reverse of '{f.name}' would read the store parameter "
                                    f"'{f.params[i].name}' twice", loc=f.loc,
-                                   hint="use checkpoint=pb.Joint() for this derivative")
+                                   hint="for this second derivative use forward-over-reverse "
+                                        "(pb.hessian, or pb.jvp of pb.grad)")
     plan.require(f.name, read)
     for v in residuals:
         tape.push(F, v)
