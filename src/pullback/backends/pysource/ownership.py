@@ -118,7 +118,15 @@ class _Ownership:
         self.body(f.body, mine)
 
     def _local(self, body: Body) -> Counter:
-        """Aliasing uses (as counted in `count`) inside `body`, nested bodies included."""
+        """Aliasing uses (as counted in `count`) inside `body`, nested bodies included
+        (memoised per body: `body` and `if_` ask for the same branches)."""
+        memo = self.__dict__.setdefault("_local_memo", {})
+        hit = memo.get(id(body))
+        if hit is None:
+            hit = memo[id(body)] = (body, self._count_local(body))
+        return hit[1]
+
+    def _count_local(self, body: Body) -> Counter:
         from ...ir.traverse import exp_atoms, exp_scopes, iter_lets
 
         out: Counter = Counter()
@@ -210,7 +218,9 @@ class _Ownership:
         and an `if` result is owned when each branch returns an array it owns
         (bound in the branch, or one of those dying arrays), all distinct."""
         e: If = st.exp
-        inner = self._local(Body((st,), ()))   # all of v's aliasing uses are in this `if`
+        # all of v's aliasing uses are in this `if`: its branches and what they yield
+        inner = self._local(e.then) + self._local(e.else_)
+        inner.update(a for br in (e.then, e.else_) for a in br.result if isinstance(a, Var))
         dying = tuple(v for v in here if v in self.owned and self.count[v] == inner[v] and last.get(v) == k
                       and _ndim(v) > 0)
         ok = [True] * len(st.pat)
