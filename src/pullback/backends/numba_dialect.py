@@ -40,6 +40,7 @@ from ..ir.types import StoreType, TensorType
 from . import checks
 from . import numba_fusion as fusion
 from . import pysource as ps
+from .libcalls import LIBCALLS
 
 _DECO = '@njit(cache=True, error_model="numpy")'
 # store operations run once per saved value: inlined into the caller at numba IR level
@@ -171,7 +172,7 @@ class NumbaDialect:
         e: Prim = st.exp
         op, args = e.op, e.args
         n0 = len(fe.lines)
-        if op not in ps.KNOWN_PRIMS:
+        if op not in ps.KNOWN_PRIMS and op not in LIBCALLS:
             raise PullbackError(f"numba backend: primitive '{op}' has no numba form",
                                 hint="use backend='pysource' or 'interp' for this program")
         if op == "store_new":
@@ -387,9 +388,9 @@ class NumbaDialect:
         A = fe.a
         out_t = pat[0].type if pat else None
         out_nd = len(out_t.shape) if isinstance(out_t, TensorType) else 0
-        if op in ("solve", "slogdet"):  # LAPACK through numba: contiguous operands
-            ops_ = ", ".join(f"np.ascontiguousarray({A(a)})" for a in args)
-            return f"np.linalg.{op}({ops_})"
+        lib = LIBCALLS.get(op)
+        if lib is not None:  # a library call (backends/libcalls)
+            return lib.numba(self, fe, e, pat)
         if op == "argsort":  # numba's np.argsort takes 1-D arrays: one row at a time
             x = args[0]
             if len(x.type.shape) == 1:

@@ -28,9 +28,10 @@ from ..ir.traverse import free_vars
 from ..ir.types import TensorType
 from . import checks
 from . import pysource as ps
+from .libcalls import elementwise_ops
 
 _ELEMENTWISE = (set(ps._UNARY_FN) | (set(ps._BIN_FN) - {"matmul"})
-                | {"logistic", "where", "cast", "broadcast_to"})
+                | {"logistic", "where", "cast", "broadcast_to"} | elementwise_ops())
 # pure primitives that may move before a fused loop (never stores or updates)
 _NOT_HOISTABLE = ps._STORE_OPS | {"index_update", "take_add"}
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from ...ir.core import Const, Let, Prim
 from .. import checks
+from ..libcalls import LIBCALLS
 from .tables import _BIN_FN, _BIN_OP, _CASTING, _REDUCE, _UNARY_FN, _ndim
 from .text import _NP_DTYPE, _axes_lit, _py_value, _shape_lit, _slice_text
 
@@ -258,10 +259,9 @@ class _PrimEmitter:
             return f"{_REDUCE[op]}({A(x)}, axis={_axes_lit(axes)})"
         if op == "stop_gradient":
             return f"{A(args[0])}.copy()" if _ndim(args[0]) > 0 else A(args[0])
-        if op == "solve":
-            return f"np.linalg.solve({A(args[0])}, {A(args[1])})"
-        if op == "slogdet":
-            return f"np.linalg.slogdet({A(args[0])})"
+        lib = LIBCALLS.get(op)
+        if lib is not None and lib.py is not None:
+            return lib.py(self, e, pat)
         if op == "argsort":
             return f"np.argsort({A(args[0])}, axis=-1, kind=\"stable\")"
         if op in ("argmax", "argmin"):

@@ -37,7 +37,7 @@ _VIEW_OPS = {"reshape", "transpose", "broadcast_to"}
 _STORE_OPS = {"store_new", "store_push", "store_pop", "store_zeros_like"}
 KNOWN_PRIMS = (set(_UNARY_FN) | set(_BIN_OP) | set(_BIN_FN) | set(_REDUCE) | _VIEW_OPS | _STORE_OPS
                | {"logistic", "where", "cast", "index", "index_update", "take", "take_add", "concatenate",
-                  "iota", "full", "argmax", "argmin", "argsort", "solve", "slogdet",
+                  "iota", "full", "argmax", "argmin", "argsort",
                   "stop_gradient"})
 
 
