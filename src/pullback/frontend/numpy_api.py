@@ -486,6 +486,10 @@ def lookup(fn):
         h = FUNCS.get(fn)
     except TypeError:
         return None
+    if h is None and str(getattr(fn, "__module__", None) or "").startswith("scipy"):
+        from . import scipy_special  # registers SciPy's functions on first use (not at import: startup time)
+
+        h = FUNCS.get(fn)
     if h is None or fn in _TAKE_SEQUENCES or getattr(fn, "__module__", None) in ("builtins", "math"):
         return h
     return lambda st, *a, **k: h(st, *[_as_array(st, x) for x in a], **k)
@@ -520,4 +524,4 @@ _reg(np.shape)(lambda st, a: leaf_type(a).shape)
 _reg(np.size)(lambda st, a, axis=None: leaf_type(a).size if axis is None else leaf_type(a).shape[axis])
 
 
-from . import numpy_contract, numpy_math, numpy_shape, numpy_sort  # noqa: E402,F401  (register more of NumPy in FUNCS)
+from . import numpy_contract, numpy_linalg, numpy_math, numpy_shape, numpy_sort  # noqa: E402,F401  (register more of NumPy in FUNCS)
