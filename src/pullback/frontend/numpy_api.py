@@ -11,6 +11,7 @@ to handlers `h(st, x, *args, **kwargs)`; `attribute(st, x, name)` implements
 from __future__ import annotations
 
 import builtins
+import sys
 import math
 
 import numpy as np
@@ -486,8 +487,10 @@ def lookup(fn):
         h = FUNCS.get(fn)
     except TypeError:
         return None
-    if h is None and str(getattr(fn, "__module__", None) or "").startswith("scipy"):
-        from . import scipy_special  # registers SciPy's functions on first use (not at import: startup time)
+    if h is None and "scipy.special" in sys.modules:
+        # SciPy's functions are registered once the user has imported scipy.special
+        # (scipy.special's ufuncs have no __module__), not when pullback is imported
+        from . import scipy_special  # noqa: F401
 
         h = FUNCS.get(fn)
     if h is None or fn in _TAKE_SEQUENCES or getattr(fn, "__module__", None) in ("builtins", "math"):
