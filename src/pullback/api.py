@@ -329,8 +329,9 @@ def _cached(fun, key, make):
     with jit, values a function reads from globals or closures are fixed when
     it is staged. Only plain functions and pullback's own callables cache: a
     bound method shares its function's `__dict__` with every instance, and
-    other callables' `__dict__` belongs to the user. Lock-free when warm."""
-    if not isinstance(fun, (types.FunctionType, _Boundary)):
+    other callables' `__dict__` belongs to the user (pullback's own callable
+    classes opt in with `__pullback_cacheable__`: `pb.custom_jvp` objects). Lock-free when warm."""
+    if not isinstance(fun, (types.FunctionType, _Boundary)) and not getattr(type(fun), "__pullback_cacheable__", False):
         return make()
     per_fun = fun.__dict__
     cache = per_fun.get("__pullback_transforms__")

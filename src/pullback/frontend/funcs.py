@@ -90,6 +90,7 @@ class ProgramState:
             seen.add(n)
             keep.append(self.funcs[n])
             todo.extend(_called(self.funcs[n].body))
+            todo.extend(g for _, g in self.funcs[n].rules)  # user-given derivative rules
         return Prog(tuple(keep), entry)
 
 
@@ -490,6 +491,9 @@ def _walk_fun(v, found, seen):
     if isinstance(v, functools.partial):
         seen.add(id(v))
         return any([_walk_fun(x, found, seen) for x in (v.func, v.args, v.keywords)])  # noqa: C419
+    if hasattr(type(v), "__pullback_with_funs__"):  # several function values (pb.custom_vjp: fun, fwd, bwd)
+        seen.add(id(v))
+        return any([_walk_fun(x, found, seen) for x in v.__pullback_funs__()])  # noqa: C419
     if hasattr(type(v), "__pullback_with_fun__"):  # a transformation of a function value
         seen.add(id(v))
         return _walk_fun(v.fun, found, seen)
@@ -541,6 +545,11 @@ def _subst(v, m, memo):
         memo[id(v)] = v
         r = functools.partial(_subst(v.func, m, memo), *_subst(v.args, m, memo), **_subst(v.keywords, m, memo))
         memo[id(v)] = r
+        return r
+    if hasattr(type(v), "__pullback_with_funs__"):
+        # made before its functions are visited: they may refer back to it (a rule calling it)
+        r = memo[id(v)] = v.__pullback_with_funs__(None)
+        r.__pullback_set_funs__([_subst(x, m, memo) for x in v.__pullback_funs__()])
         return r
     if hasattr(type(v), "__pullback_with_fun__"):
         memo[id(v)] = v
