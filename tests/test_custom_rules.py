@@ -251,3 +251,30 @@ def test_rules_attribute_round_trips_and_survives_inlining():
     prim = stage(sum_s3, (np.ones(2),)).prog
     called = {st.exp.func for f in inline_small(prim).funcs for st in f.body.stmts if hasattr(st.exp, "func")}
     assert custom & called or {f.name for f in prim.funcs if f.rules} & called
+
+
+def _rec(x, n):
+    if n == 0:
+        return x
+    return np.sin(_rec(x, n - 1))
+
+
+@pb.custom_vjp
+def crec(x, n):
+    return _rec(x, n)
+
+
+crec.defvjp(lambda x, n: (crec(x, n), x), lambda x, g: (g * 100.0, None))
+
+
+def test_custom_function_whose_body_recurses():
+    # the body's recursion (split mode for its callers) must not replace the rule
+    assert pb.grad(lambda x, n: crec(x, n) * 1.0, backend="interp")(0.3, 3) == 100.0
+    assert pb.jit(crec, backend="interp")(0.3, 2) == pytest.approx(np.sin(np.sin(0.3)))
+
+
+def test_derivative_source_shows_the_rule():
+    src = pb.derivative_source(sum_s3, np.ones(2))
+    assert "cos" in src and "s3" in src
+    src = pb.derivative_source(lambda x: f2(x, 2.0), 0.4)
+    assert "f2" in src

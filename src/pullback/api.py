@@ -499,6 +499,7 @@ def derivative_source(fun, *args, mode: str = "rev", argnums=None, checkpoint="s
     from .ir.traverse import prune_prog
     from .passes.jvp import jvp_prog
     from .passes.vjp import vjp_prog
+    from .passes.vjp.custom import opaque
 
     _check_callable(fun, "derivative_source")
     if mode not in ("rev", "fwd"):
@@ -506,8 +507,10 @@ def derivative_source(fun, *args, mode: str = "rev", argnums=None, checkpoint="s
                             hint="mode='rev' shows the vjp, mode='fwd' the jvp")
     cp = checkpointing.parse(checkpoint, "derivative_source")
     st = stage(fun, args)
-    prog, name = vjp_prog(st.prog, checkpoint=cp) if mode == "rev" else jvp_prog(st.prog)
-    prog = prune_prog(prog.with_funcs(prog.funcs, entry=name))
+    base = opaque(st.prog)  # custom functions: their rules are called, their bodies not read
+    prog, name = vjp_prog(base, checkpoint=cp) if mode == "rev" else jvp_prog(base)
+    real = {f.name: f for f in st.prog.funcs}
+    prog = prune_prog(prog.with_funcs([real.get(f.name, f) for f in prog.funcs], entry=name))
     return emit_prog(prog)
 
 

@@ -15,6 +15,7 @@ from .ir.core import Const, Prog
 from .ir.types import I64, TensorType
 from .passes.jvp import jvp_prog
 from .passes.vjp import vjp_prog
+from .passes.vjp.custom import opaque
 from .pytree import TreeDef
 
 def _derive(ctx, kind: str, fname: str, checkpoint=None) -> str:
@@ -26,7 +27,8 @@ def _derive(ctx, kind: str, fname: str, checkpoint=None) -> str:
     checkpoint = checkpoint or DEFAULT
     key = (kind, fname, checkpoint if kind == "vjp" else None)
     if key not in memo:
-        prog = Prog(tuple(ctx.funcs()), fname)
+        # the passes call custom functions' rules and never read their bodies (note [custom-rules])
+        prog = opaque(Prog(tuple(ctx.funcs()), fname))
         if kind == "vjp":
             new, name = vjp_prog(prog, fname, fresh=ctx.fresh_func_name, checkpoint=checkpoint)
         else:

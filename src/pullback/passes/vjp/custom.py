@@ -18,6 +18,12 @@ rule (its body is differentiated as usual).
   `MAX_INLINE` levels), so every call left is of primals only: it is
   inactive, and a rule that calls `f` itself (``ans = f(x)``, also inside a
   helper it passes tangents to) does not make `f_vjp` call itself.
+
+`opaque(prog)` is the program the derivative passes are given: every function
+with rules has its body replaced by zeros. The passes never read such a body
+(they call its rule), and analyses of the call graph (split mode's plan of
+which calls reach a recursion) must not look through it. The derived
+functions call it by name, and the caller keeps the real body.
 """
 from __future__ import annotations
 
@@ -30,6 +36,21 @@ from .._common import differentiable
 from ..activity import mark_body, mark_stmt
 from .adjoints import Adjoints
 from .body import fwd_body, rev_body
+
+
+def opaque(prog):
+    """`prog` with the bodies of functions that have rules replaced by zeros (see above)."""
+    if not any(f.rules for f in prog.funcs):
+        return prog
+    return prog.with_funcs([_stub(f) if f.rules else f for f in prog.funcs])
+
+
+def _stub(f: Func) -> Func:
+    import dataclasses
+
+    b = Builder(NameSupply(all_names(f)))
+    res = [b.zeros(t, name="opaque") for t in f.ret_types]
+    return dataclasses.replace(f, body=b.body(res))
 
 
 def vjp_name(ctx, f: Func) -> str | None:
