@@ -159,6 +159,7 @@ class Assignments:
             last = stmts[-1]
             stmts[-1] = Let((nv,), last.exp, last.loc)
             out = Traced(nv)
+            ops.copy_offset(self, a, nv)
             rec = views.record(self, v)
             if rec is not None:  # `row = A[0]`: the renamed value is the view
                 views.register(self, out, rec.base, rec.kind, rec.data, rec.contig)

@@ -7,6 +7,8 @@ returns a `Traced` (or a pytree of them). Python scalars are weak (see
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..errors import ShapeError, StagingError, UnsupportedSyntaxError
@@ -62,9 +64,67 @@ def binary(st, op, a, b) -> Traced:
         return matmul(st, a, b)
     aa = atom(st, a, dt if is_weak(a) else None)
     bb = atom(st, b, dt if is_weak(b) else None)
-    if op in ("and", "or", "xor"):
-        return emit(st, op, aa, bb)
-    return emit(st, op, aa, bb)
+    r = emit(st, op, aa, bb)
+    if op in ("add", "sub") and r.type.dtype == "i64" and r.ndim == 0:
+        _note_offset(st, r.atom, op, aa, bb)
+    return r
+
+
+# -- integer offsets: which traced integers differ by a static amount (dynamic slices) --
+
+def _offset_of(st, a):
+    """(base atom or None, static offset): `a` is base + offset (None: a constant)."""
+    if isinstance(a, Const):
+        try:
+            return None, int(a.value)
+        except (TypeError, ValueError):
+            return a, 0
+    hit = getattr(st, "_pb_offsets", {}).get(id(a))
+    return hit[1] if hit is not None and hit[0] is a else (a, 0)
+
+
+def copy_offset(st, old, new):
+    """`new` is `old` renamed (the same value)."""
+    hit = getattr(st, "_pb_offsets", {}).get(id(old))
+    if hit is not None and hit[0] is old:
+        st._pb_offsets[id(new)] = (new, hit[1])
+
+
+def _note_offset(st, r, op, a, b):
+    (ba, oa), (bb, ob) = _offset_of(st, a), _offset_of(st, b)
+    if op == "add":
+        if ba is None:
+            hit = (bb, oa + ob)
+        elif bb is None:
+            hit = (ba, oa + ob)
+        else:
+            return
+    elif bb is None:
+        hit = (ba, oa - ob)
+    elif ba is not None and ba == bb:
+        hit = (None, oa - ob)
+    else:
+        return
+    if not hasattr(st, "_pb_offsets"):
+        st._pb_offsets = {}  # id(atom) -> (atom, (base, offset)), by identity: trial stagings reuse names
+    st._pb_offsets[id(r)] = (r, hit)
+
+
+def static_difference(st, hi, lo):
+    """`hi - lo` when staging can prove it static (`i + 3` and `i`; both concrete), else None."""
+    def form(v):
+        if isinstance(v, Traced):
+            if v.ndim or v.type.dtype != "i64":
+                return None
+            return _offset_of(st, v.atom)
+        try:
+            return None, operator.index(v)
+        except TypeError:
+            return None
+    fh, fl = form(hi), form(lo)
+    if fh is None or fl is None or not (fh[0] is None and fl[0] is None or fh[0] is not None and fh[0] == fl[0]):
+        return None
+    return fh[1] - fl[1]
 
 
 def matmul(st, a, b) -> Traced:
@@ -360,11 +420,55 @@ def _expand_key(key, ndim):
     return out
 
 
+def _known(v):
+    """A traced integer constant as a Python int; anything else unchanged."""
+    if isinstance(v, Traced) and isinstance(v.atom, Const) and v.ndim == 0 and v.type.dtype == "i64":
+        return int(v.atom.value)
+    return v
+
+
+def _traced_slice(k) -> bool:
+    return any(isinstance(_known(p), Traced) for p in (k.start, k.stop, k.step))
+
+
+def _slice_text(k) -> str:
+    def part(p, name):
+        if p is None:
+            return ""
+        return name if isinstance(_known(p), Traced) else str(p)
+    return f"[{part(k.start, 'a')}:{part(k.stop, 'b')}" + ("" if k.step is None else f":{part(k.step, 'c')}") + "]"
+
+
+_DYN_HINT = ("write the slice as x[i:i+k] (or x[i+a:i+b]) with k (a, b) static: a Python int or a shape; "
+             "for a prefix or suffix, mask instead: np.where(np.arange(len(x)) < i, x, 0) for x[:i]")
+
+
+def _dyn_slice_entry(st, k, d):
+    """(("ds", length), start atom) for a slice with a traced start and a static length."""
+    start, stop, step = (_known(p) for p in (k.start, k.stop, k.step))
+    if step is not None and (isinstance(step, Traced) or step != 1):
+        raise ConcreteNeeded(f"a slice {_slice_text(k)} with a traced bound and a step is not supported: its step "
+                             "must be 1", hint=_DYN_HINT)
+    lo = 0 if start is None else start
+    hi = d if stop is None else stop
+    n = static_difference(st, hi, lo)
+    if n is None:
+        raise ConcreteNeeded(f"the length of the slice {_slice_text(k)} (stop - start) must be known at staging "
+                             "time, but it depends on traced data", hint=_DYN_HINT)
+    if not isinstance(lo, Traced):  # both ends are the same traced value plus offsets: x[i-i:...] is rare
+        raise ConcreteNeeded(f"the slice {_slice_text(k)} has a static start but a traced stop", hint=_DYN_HINT)
+    if lo.type.dtype != "i64":
+        raise StagingError(f"slice bounds must be integers, got a traced {lo.type}",
+                           hint="convert with int(...) or .astype(int)")
+    if not 0 <= n <= d:
+        raise ShapeError(f"the slice {_slice_text(k)} has length {n}, which does not fit an axis of size {d}",
+                         hint="a slice with a traced start has the static length stop - start, between 0 and the "
+                              "axis size")
+    return ("ds", n), lo.atom
+
+
 def _slice_entry(k, d):
-    for part in (k.start, k.stop, k.step):
-        if isinstance(part, Traced):
-            raise ConcreteNeeded("slice bounds must be known at staging time",
-                                 hint="index single elements with a traced index inside a loop, or pass the bound as a static argument")
+    k = slice(*(_known(p) for p in (k.start, k.stop, k.step)))
     start, stop, step = k.indices(d)
     if len(range(start, stop, step)) == 0:
         return ("s", 0, 0, 1)
@@ -446,7 +550,12 @@ def _plan(st, x: Traced, key):
             newaxis = True
             continue
         d = x.shape[dim]
-        if isinstance(k, slice):
+        if isinstance(k, slice) and _traced_slice(k):
+            e, start = _dyn_slice_entry(st, k, d)
+            spec.append(e)
+            args.append(start)
+            out_shape.append(e[1])
+        elif isinstance(k, slice):
             e = _slice_entry(k, d)
             spec.append(e)
             out_shape.append(len(range(*slice(e[1], e[2], e[3]).indices(d))))
