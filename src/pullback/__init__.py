@@ -18,7 +18,7 @@ from .api import (
     vjp,
 )
 from .checkpointing import Joint, Store
-from .custom import custom_jvp, custom_vjp
+from .custom import ShapeDtypeStruct, custom_jvp, custom_vjp, pure_callback
 from .lax import stop_gradient
 from .errors import (
     IndexOutOfBoundsError,

@@ -465,4 +465,93 @@ def _run_vjp(st, lay, entry, pvals, cts, float_par, ret_types):
     return tuple(Traced(a) for a in list(outs) + grads)
 
 
-__all__ = ["custom_jvp", "custom_vjp"]
+# -- pure_callback ------------------------------------------------------------------------
+
+class ShapeDtypeStruct:
+    """The shape and dtype of a result of `pure_callback` (as `jax.ShapeDtypeStruct`)."""
+
+    def __init__(self, shape, dtype):
+        import numpy as np
+
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+
+    def __repr__(self):
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+    def __eq__(self, other):
+        return isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype) == (other.shape, other.dtype)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype))
+
+
+def _result_types(spec, loc):
+    """(IR types, treedef) of `result_shape_dtypes`: a pytree of objects with .shape and
+    .dtype (ShapeDtypeStruct, jax.ShapeDtypeStruct, arrays)."""
+    from .ir.types import TensorType, dtype_of_np
+
+    def is_leaf(v):
+        return hasattr(v, "shape") and hasattr(v, "dtype")
+
+    leaves, tree = flatten(spec, is_leaf=is_leaf)
+    out = []
+    for v in leaves:
+        if not is_leaf(v):
+            raise PullbackError(f"pure_callback: result_shape_dtypes holds {type(v).__name__}, not a shape and dtype",
+                                loc=loc, hint="pass pb.ShapeDtypeStruct(shape, dtype) (or an array) per result")
+        try:
+            out.append(TensorType(dtype_of_np(v.dtype), tuple(int(d) for d in v.shape)))
+        except TypeError as e:
+            raise PullbackError(f"pure_callback: {e}", loc=loc, hint="results are float, int or bool arrays") from None
+    if not out:
+        raise PullbackError("pure_callback needs at least one result", loc=loc,
+                            hint="a pure callback is only called for its results")
+    return out, tree
+
+
+class _PureCallback:
+    """`pb.pure_callback(fn, result_shape_dtypes, *args, **kwargs)`: call the Python (or C
+    extension) function `fn` from staged and compiled code, with results of the declared
+    shapes and dtypes. It has no derivative; give one with `pb.custom_vjp`."""
+
+    _IGNORED = ("vmap_method", "vectorized", "sharding")  # JAX's batching/sharding options
+
+    def __call__(self, callback, result_shape_dtypes, *args, **kwargs):
+        from .ir.prims.callback import convert
+        from .ir.types import np_dtype
+
+        for k in self._IGNORED:
+            kwargs.pop(k, None)
+        types, tree = _result_types(result_shape_dtypes, None)
+        leaves, got = flatten(callback(*args, **kwargs))
+        if got != tree:
+            raise PullbackError(f"pure_callback: '{_name(callback)}' returned {got}, but result_shape_dtypes says "
+                                f"{tree}", hint="return values with the structure of result_shape_dtypes")
+        return unflatten(tree, [convert(0, v, np_dtype(t.dtype), t.shape) for v, t in zip(leaves, types)])
+
+    def __pullback_stage__(self, ctx, args, kwargs):
+        from .frontend.staging import StagedClosure
+        from .ir.prims.callback import register
+
+        if len(args) < 2:
+            raise PullbackError("pure_callback(callback, result_shape_dtypes, *args) needs a callback and "
+                                "result_shape_dtypes", loc=ctx.loc, hint="e.g. pb.pure_callback(f, "
+                                "pb.ShapeDtypeStruct(x.shape, x.dtype), x)")
+        fn, spec, *rest = args
+        kwargs = {k: v for k, v in kwargs.items() if k not in self._IGNORED}
+        if isinstance(fn, StagedClosure) or not callable(fn):
+            what = "a function defined inside staged code" if isinstance(fn, StagedClosure) else type(fn).__name__
+            raise PullbackError(f"pure_callback needs a Python callable it can run, got {what}", loc=ctx.loc,
+                                hint="pass a function defined at module level, a builtin or a C-extension function")
+        types, out_tree = _result_types(spec, ctx.loc)
+        atoms, in_tree = ctx.to_atoms((tuple(rest), dict(kwargs)))
+        key = register(fn, in_tree, out_tree)
+        outs = ctx.builder.emit_multi("callback", *atoms, name="cb", key=key, outs=tuple(types))
+        return ctx.from_atoms(list(outs), out_tree)
+
+
+pure_callback = _PureCallback()
+
+
+__all__ = ["custom_jvp", "custom_vjp", "pure_callback", "ShapeDtypeStruct"]

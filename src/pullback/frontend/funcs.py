@@ -275,7 +275,7 @@ def stage_func(state, fn, names, vals, key, runner=None, loc=None, force_atoms=F
     `track`: return the final values of the argument arrays it updates in place as hidden
     results (`FuncEntry.hidden`, Note [argument-mutation]); without it only a recursive
     function has them, behind a wrapper that drops them."""
-    src = function_ast(fn) if runner is None else None
+    src = _source(fn) if runner is None else None
     name = state.names.fresh(fname or _func_hint(fn))
     info = InProgress(name)
     arg_leaves, _ = flatten(tuple(vals))
@@ -393,6 +393,20 @@ def stage_func(state, fn, names, vals, key, runner=None, loc=None, force_atoms=F
     finally:
         state.in_progress.pop(key, None)
         deep.__exit__(None, None, None)
+
+
+def _source(fn):
+    """`fn`'s checked AST; a function without readable source (made by exec, compiled, or its
+    file gone) gets a hint pointing to pb.pure_callback and pb.custom_vjp as well."""
+    try:
+        return function_ast(fn)
+    except StagingError as e:
+        if e.msg.startswith("cannot read the source code"):
+            e.hint = ((e.hint + "; ") if e.hint else "") + (
+                "or, to call it as opaque code, use pb.pure_callback inside a function wrapped in pb.custom_vjp "
+                "(or pb.custom_jvp) whose rule gives its derivative")
+            e.args = (e._render(),)
+        raise
 
 
 def _check_containers(fn, pvals, pleaves, ptree, finals, slots):
