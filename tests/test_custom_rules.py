@@ -278,3 +278,25 @@ def test_derivative_source_shows_the_rule():
     assert "cos" in src and "s3" in src
     src = pb.derivative_source(lambda x: f2(x, 2.0), 0.4)
     assert "f2" in src
+
+
+def _chain(x, n):
+    acc = x
+    for i in range(n):
+        acc = s3(acc) + f2(acc, 0.5)
+    return acc
+
+
+def test_cheap_gradient_through_custom_functions_in_a_loop():
+    from pullback.backends import interp
+    from pullback.frontend import stage
+
+    def ratio(n):
+        ops = []
+        for fn in (_chain, pb.grad(_chain)):
+            c = interp.OpCount()
+            interp.run(stage(fn, (0.3, n)).prog, 0.3, n, ops=c)
+            ops.append(c.stmts)
+        return ops[1] / ops[0]
+    r1, r2 = ratio(np.int64(20)), ratio(np.int64(400))
+    assert r2 < 8 and abs(r1 - r2) < 0.1 * r1
