@@ -32,7 +32,7 @@ SAMPLES = [
     S("scipy.special.log_ndtr", lambda x: sp.log_ndtr(x), (F(3, lo=-5.0, hi=3.0),)),
     S("scipy.special.gammaln", lambda x: sp.gammaln(x), (F(3, lo=0.3, hi=4.0),)),
     S("scipy.special.gamma", lambda x: sp.gamma(x), (F(3, lo=0.3, hi=3.0),)),
-    S("scipy.special.digamma", lambda x: sp.digamma(x), (F(3, lo=0.5, hi=4.0),)),
+    S("scipy.special.psi", lambda x: sp.digamma(x), (F(3, lo=0.5, hi=4.0),), id="digamma"),  # digamma is psi
     S("scipy.special.psi", lambda x: sp.psi(x), (F(lo=0.5, hi=4.0),)),
     S("scipy.special.polygamma", lambda x: sp.polygamma(1, x) + sp.polygamma(2, x), (F(3, lo=1.0, hi=4.0),)),
     S("scipy.special.betaln", lambda a, b: sp.betaln(a, b), (F(3, lo=0.5, hi=3.0), F(3, lo=0.5, hi=3.0))),
