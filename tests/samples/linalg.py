@@ -1,6 +1,8 @@
 """Sample calls (format: `_spec`) of np.linalg and stacked matmul: solve, inv,
 det, slogdet, cholesky, qr, eigh, eigvalsh, svd, svdvals, pinv, lstsq,
-matrix_power, the SVD-based norms, np.linalg.matmul. Inputs are made well
+matrix_power, multi_dot, cond, the SVD-based norms, and NumPy 2's array-API
+names (matmul, matrix_transpose, diagonal, trace, vecdot, outer, tensordot,
+cross, matrix_norm, vector_norm). Inputs are made well
 conditioned (a multiple of the identity added, symmetric positive definite
 where needed); eigen- and singular vectors enter through sign-invariant
 products, so finite differences see a smooth function."""
@@ -62,5 +64,18 @@ SAMPLES = [
     S("np.linalg.norm", lambda a: np.linalg.norm(a, 2) + np.linalg.norm(a, "nuc") + np.linalg.norm(a, -2),
       (F(4, 3),), rtol=1e-4, id="norm(2, nuc, -2)"),
     S("np.linalg.matmul", lambda a, b: np.linalg.matmul(a, b), (F(2, 3, 4), F(4, 2))),
+    S("np.linalg.multi_dot", lambda a, b, c: np.linalg.multi_dot([a, b, c]), (F(2, 3), F(3, 4), F(4))),
+    S("np.linalg.cond", lambda a: np.linalg.cond(a + 4 * I3) + np.linalg.cond(a + 4 * I3, "fro"), (F(3, 3),),
+      rtol=1e-4),
+    S("np.linalg.matrix_transpose", lambda a: np.linalg.matrix_transpose(a) * a[0, 0, 0], (F(2, 3, 2),)),
+    S("np.linalg.diagonal", lambda a: np.linalg.diagonal(a, offset=1) ** 2, (F(2, 3, 3),)),
+    S("np.linalg.trace", lambda a: np.linalg.trace(a) ** 2, (F(2, 3, 3),)),
+    S("np.linalg.vecdot", lambda a, b: np.linalg.vecdot(a, b), (F(2, 3), F(2, 3))),
+    S("np.linalg.outer", lambda a, b: np.linalg.outer(a, b * a[0]), (F(3), F(2))),
+    S("np.linalg.tensordot", lambda a, b: np.linalg.tensordot(a, b, axes=1), (F(2, 3), F(3, 2))),
+    S("np.linalg.cross", lambda a, b: np.linalg.cross(a, b), (F(3), F(3))),
+    S("np.linalg.matrix_norm", lambda a: np.linalg.matrix_norm(a) + np.linalg.matrix_norm(a, ord="nuc"),
+      (F(2, 3, 2),), rtol=1e-4),
+    S("np.linalg.vector_norm", lambda a: np.linalg.vector_norm(a, axis=1, ord=3), (F(2, 3), )),
     S("np.matmul", lambda a, b: a @ b + np.matmul(a, b[0]), (F(2, 3, 3), F(2, 3, 3)), id="matmul(stacks)"),
 ]

@@ -1,7 +1,10 @@
 """`np.linalg` called with traced arguments, registered in `numpy_api.FUNCS`:
 `solve`, `inv`, `det`, `slogdet`, `cholesky`, `qr`, `eigh`, `eigvalsh`, `svd`,
-`svdvals`, `pinv`, `lstsq`, `matrix_power`, and the SVD-based matrix norms
-(`matrix_norm_sv`, called by `np.linalg.norm` in numpy_shape.py).
+`svdvals`, `pinv`, `lstsq`, `matrix_power`, `multi_dot`, `cond`, the SVD-based
+matrix norms (`matrix_norm_sv`, called by `np.linalg.norm` in numpy_shape.py),
+and NumPy 2's array-API names (`matmul`, `matrix_transpose`, `diagonal`,
+`trace`, `vecdot`, `outer`, `tensordot`, `cross`, `matrix_norm`, `vector_norm`).
+`np.dot`/`.dot()` of stacks are re-registered here with NumPy's dot semantics.
 
 Contract: every function takes a matrix or a stack of matrices ``(..., m, n)``
 as NumPy does (lstsq: one matrix, as NumPy); integer inputs are converted to
@@ -19,7 +22,7 @@ from ..errors import ShapeError, StagingError
 from ..ir.core import Const
 from ..ir.types import TensorType
 from . import ops
-from .numpy_api import FUNCS, METHODS, _reg
+from .numpy_api import _TAKE_SEQUENCES, FUNCS, METHODS, _reg
 from .values import Traced
 
 
@@ -266,3 +269,149 @@ METHODS["dot"] = lambda st, x, y: _dot(st, x, y)
 
 if hasattr(np.linalg, "matmul"):   # NumPy 2's array-API alias
     _reg(np.linalg.matmul)(lambda st, a, b: ops.matmul(st, a, b))
+
+
+# -- NumPy 2's array-API functions in np.linalg, and multi_dot / cond --------------------------
+
+def _reg_if(name):
+    return _reg(getattr(np.linalg, name, None))
+
+
+@_reg_if("matrix_transpose")
+def _matrix_transpose(st, x):
+    x = _t(st, x)
+    if x.ndim < 2:
+        raise ShapeError(f"np.linalg.matrix_transpose needs at least 2 dimensions, got shape {x.shape}")
+    return _mT(st, x)
+
+
+def _diag_stack(st, x, offset):
+    """The diagonals of the last two axes: (..., n, m) -> (..., L)."""
+    n, m = x.shape[-2:]
+    off = ops.static_int(offset, "the diagonal offset")
+    rows = np.arange(max(0, -off), min(n, m - off))
+    idx = (rows * m + rows + off).astype(np.int64)
+    flat = ops.reshape(st, x, x.shape[:-2] + (n * m,))
+    return ops.emit(st, "take", flat.atom, Const(idx, TensorType("i64", idx.shape)), axis=flat.ndim - 1)
+
+
+@_reg_if("diagonal")
+def _la_diagonal(st, x, offset=0):
+    x = _t(st, x)
+    if x.ndim < 2:
+        raise ShapeError(f"np.linalg.diagonal needs at least 2 dimensions, got shape {x.shape}")
+    return _diag_stack(st, x, offset)
+
+
+@_reg_if("trace")
+def _la_trace(st, x, offset=0, dtype=None):
+    x = _t(st, x)
+    if x.ndim < 2:
+        raise ShapeError(f"np.linalg.trace needs at least 2 dimensions, got shape {x.shape}")
+    d = _diag_stack(st, x, offset)
+    return ops.reduce(st, "sum", d, d.ndim - 1, dtype=dtype)
+
+
+@_reg_if("vecdot")
+def _vecdot(st, x1, x2, axis=-1):
+    return ops.reduce(st, "sum", ops.binary(st, "mul", x1, x2), _static(axis, "np.linalg.vecdot's axis"))
+
+
+@_reg_if("outer")
+def _la_outer(st, x1, x2):
+    a, b = _t(st, x1), _t(st, x2)
+    if a.ndim != 1 or b.ndim != 1:
+        raise ShapeError(f"np.linalg.outer needs two vectors, got shapes {a.shape} and {b.shape}")
+    return FUNCS[np.outer](st, a, b)
+
+
+if hasattr(np.linalg, "tensordot"):
+    _reg(np.linalg.tensordot)(lambda st, a, b, axes=2: FUNCS[np.tensordot](st, a, b, axes=axes))
+if hasattr(np.linalg, "cross"):
+    _reg(np.linalg.cross)(lambda st, a, b, axis=-1: FUNCS[np.cross](st, a, b, axis=axis))
+
+
+@_reg_if("matrix_norm")
+def _matrix_norm(st, x, keepdims=False, ord="fro"):
+    x = _float(st, x)
+    if x.ndim < 2:
+        raise ShapeError(f"np.linalg.matrix_norm needs at least 2 dimensions, got shape {x.shape}")
+    return FUNCS[np.linalg.norm](st, x, ord, (-2, -1), keepdims)
+
+
+@_reg_if("vector_norm")
+def _vector_norm(st, x, axis=None, keepdims=False, ord=2):
+    x = _float(st, x)
+    if axis is None:   # over all elements, as a vector
+        r = FUNCS[np.linalg.norm](st, ops.reshape(st, x, (x.size,)), ord)
+        return ops.reshape(st, r, (1,) * x.ndim) if keepdims else r
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if len(axes) == 1:
+        return FUNCS[np.linalg.norm](st, x, ord, axes[0], keepdims)
+    axes = ops.norm_axes(axes, x.ndim)   # several axes: move them last and flatten them
+    rest = [i for i in range(x.ndim) if i not in axes]
+    xt = ops.transpose(st, x, tuple(rest) + axes)
+    flat = ops.reshape(st, xt, tuple(x.shape[i] for i in rest) + (-1,))
+    r = FUNCS[np.linalg.norm](st, flat, ord, -1)
+    if keepdims:
+        r = ops.reshape(st, r, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
+    return r
+
+
+@_reg(np.linalg.multi_dot)
+def _multi_dot(st, arrays, out=None):
+    """The chain of products, in NumPy's cheapest order (the matrix-chain dynamic
+    programme over the static shapes); vectors at the ends as NumPy."""
+    if out is not None:
+        raise StagingError("np.linalg.multi_dot(..., out=) is not supported")
+    xs = [_t(st, a) for a in arrays]
+    if len(xs) < 2:
+        raise ShapeError("np.linalg.multi_dot needs at least two arrays")
+    first_vec, last_vec = xs[0].ndim == 1, xs[-1].ndim == 1
+    if first_vec:
+        xs[0] = ops.reshape(st, xs[0], (1, xs[0].shape[0]))
+    if last_vec:
+        xs[-1] = ops.reshape(st, xs[-1], (xs[-1].shape[0], 1))
+    if any(x.ndim != 2 for x in xs):
+        raise ShapeError("np.linalg.multi_dot needs 2-D arrays (the first and last may be vectors)")
+    dims = [xs[0].shape[0]] + [x.shape[1] for x in xs]
+    k = len(xs)
+    cost = [[0] * k for _ in range(k)]
+    split = [[0] * k for _ in range(k)]
+    for length in range(1, k):
+        for i in range(k - length):
+            j = i + length
+            cost[i][j] = None
+            for s in range(i, j):
+                c = cost[i][s] + cost[s + 1][j] + dims[i] * dims[s + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, s
+
+    def chain(i, j):
+        if i == j:
+            return xs[i]
+        s = split[i][j]
+        return ops.matmul(st, chain(i, s), chain(s + 1, j))
+
+    r = chain(0, k - 1)
+    if first_vec or last_vec:
+        r = ops.reshape(st, r, tuple(d for d, drop in zip(r.shape, (first_vec, last_vec)) if not drop))
+    return r
+
+
+_TAKE_SEQUENCES.add(np.linalg.multi_dot)   # its argument is a list of arrays, not one array
+
+
+@_reg(np.linalg.cond)
+def _cond(st, x, p=None):
+    """p None/2/-2: the ratio of the extreme singular values; other p: norm(x, p) * norm(inv(x), p)."""
+    x = _matrix(st, x, "cond")
+    p = _static(p, "np.linalg.cond's p")
+    if p in (None, 2, -2):
+        s = singular_values(st, x)
+        hi, lo = ops.reduce(st, "max", s, s.ndim - 1), ops.reduce(st, "min", s, s.ndim - 1)
+        return ops.binary(st, "div", hi, lo) if p != -2 else ops.binary(st, "div", lo, hi)
+    if x.shape[-1] != x.shape[-2]:
+        raise ShapeError(f"np.linalg.cond with p={p!r} needs a square matrix, got shape {x.shape}")
+    norm = FUNCS[np.linalg.norm]
+    return ops.binary(st, "mul", norm(st, x, p, (-2, -1)), norm(st, _inv(st, x), p, (-2, -1)))
