@@ -110,6 +110,28 @@ def test_log_ndtr_tails():
     np.testing.assert_allclose(g[2], 2 * np.exp(0) / np.sqrt(2 * np.pi), rtol=1e-14)
 
 
+@pytest.mark.parametrize("backend", ["interp", "pysource"])
+def test_accurate_where_the_textbook_formula_is_not(backend):
+    """expit in the left tail (1 / (1 + e^-x) and tanh forms give 0), logit near 1/2
+    (log(x / (1 - x)) cancels), ndtr in the left tail: relative accuracy as SciPy's."""
+    x = np.linspace(-700.0, 40.0, 741)
+    p = np.concatenate([0.5 + np.logspace(-15, -2, 14), 0.5 - np.logspace(-15, -2, 14), [1e-300, 1 - 1e-16]])
+    for f, a in ((sp.expit, x), (sp.logit, p), (sp.ndtr, np.linspace(-37.0, 9.0, 461))):
+        np.testing.assert_allclose(pb.jit(f, backend=backend)(a), f(a), rtol=1e-14, atol=0)
+    np.testing.assert_allclose(pb.grad(lambda t: np.sum(sp.expit(t)), backend=backend)(x), sp.expit(x) * sp.expit(-x),
+                               rtol=1e-13, atol=0)
+
+
+def test_expit_logit_edges():
+    e = np.array([-np.inf, -1000.0, 0.0, 1000.0, np.inf])
+    np.testing.assert_array_equal(pb.jit(sp.expit)(e), sp.expit(e))
+    np.testing.assert_array_equal(pb.grad(lambda t: np.sum(sp.expit(t)))(e), [0.0, 0.0, 0.25, 0.0, 0.0])
+    q = np.array([0.0, 1.0, 1.5, -0.5, np.nan])
+    np.testing.assert_array_equal(pb.jit(sp.logit)(q), sp.logit(q))
+    g = pb.grad(lambda t: np.sum(sp.logit(t)))(np.array([0.0, 1.0, 0.5]))
+    np.testing.assert_array_equal(g, [np.inf, np.inf, 4.0])    # one-sided limits, not 0 * inf
+
+
 # -- edge conventions (note [edge-numerics]) ----------------------------------------------
 
 def _grads(f, x):
@@ -151,6 +173,7 @@ def test_logsumexp_family_with_neginf(f, x, value, grad):
             _exact(g, grad)
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")   # SciPy's own inf - inf
 def test_logsumexp_nonfinite_values_match_scipy():
     for x in (np.array([-INF, -INF]), np.array([INF, 0.0]), np.array([INF, -INF]), np.array([np.nan, 1.0])):
         for be in ("interp", "pysource"):

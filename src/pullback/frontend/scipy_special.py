@@ -58,20 +58,41 @@ def _neg(st, x):
 
 # -- elementwise -------------------------------------------------------------------------
 
-_reg(sp.expit)(_unary("expit", "logistic"))
 _reg(sp.erf)(_unary("erf", "erf"))
 _reg(sp.erfc)(_unary("erfc", "erfc"))
 _reg(sp.erfinv)(_unary("erfinv", "erfinv"))
 _reg(sp.gammaln)(_unary("gammaln", "gammaln"))
 _reg(sp.gamma)(_unary("gamma", "gamma"))
 _reg(sp.log_ndtr)(_unary("log_ndtr", "log_ndtr"))
+_reg(sp.expit)(_unary("expit", compose=lambda st, x: _expit(st, x)))
 _reg(sp.digamma, sp.psi)(_unary("digamma", compose=lambda st, x: ops.emit(st, "polygamma", x.atom, n=0)))
-# logit(x) = log(x / (1 - x)); its derivative 1 / (x (1 - x)) comes out of the rules
-_reg(sp.logit)(_unary("logit", compose=lambda st, x: ops.unary(
-    st, "log", ops.binary(st, "div", x, ops.binary(st, "sub", 1.0, x)))))
-# ndtr(x) = erfc(-x / sqrt 2) / 2: accurate in both tails
+_reg(sp.logit)(_unary("logit", compose=lambda st, x: _logit(st, x)))
+# ndtr(x) = erfc(-x / sqrt 2) / 2: accurate in both tails (sqrt(0.5) is 1/sqrt 2 correctly rounded)
 _reg(sp.ndtr)(_unary("ndtr", compose=lambda st, x: ops.binary(
-    st, "mul", ops.emit(st, "erfc", ops.binary(st, "mul", x, -1.0 / math.sqrt(2.0)).atom), 0.5)))
+    st, "mul", ops.emit(st, "erfc", ops.binary(st, "mul", x, -math.sqrt(0.5)).atom), 0.5)))
+
+
+def _expit(st, x):
+    """1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below: no cancellation in either
+    tail (the `logistic` row's tanh form loses all digits for x < -20 or so).
+    The branch is chosen inside the exp, so the derivative at 0 is the smooth one."""
+    nonneg = ops.binary(st, "ge", x, 0.0)
+    e = ops.unary(st, "exp", ops.where(st, nonneg, _neg(st, x), x))
+    r = ops.binary(st, "div", 1.0, ops.binary(st, "add", e, 1.0))
+    return ops.where(st, nonneg, r, ops.binary(st, "mul", e, r))
+
+
+def _logit(st, x):
+    """log(x) - log1p(-x), and log1p(2 (x - 1/2) / (1 - x)) on [0.3, 0.65], where the
+    first loses digits (SciPy's branches). Both have derivative 1 / (x (1 - x)),
+    term by term, so it is +inf at 0 and at 1 (log(x / (1 - x)) would give
+    0 * inf = 0 at 1 by the strong product)."""
+    mid = ops.binary(st, "and", ops.binary(st, "ge", x, 0.3), ops.binary(st, "le", x, 0.65))
+    one_m = ops.binary(st, "sub", 1.0, x)
+    far = ops.binary(st, "sub", ops.unary(st, "log", x), ops.unary(st, "log1p", _neg(st, x)))
+    near = ops.unary(st, "log1p", ops.binary(st, "div", ops.binary(st, "mul", ops.binary(st, "sub", x, 0.5), 2.0),
+                                              one_m))
+    return ops.where(st, mid, near, far)
 
 
 @_reg(sp.polygamma)
