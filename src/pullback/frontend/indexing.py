@@ -13,6 +13,8 @@ reuse names; `copy_offset` for a renamed value). A length that is not static
 is a `ConcreteNeeded` naming the slice. Boolean masks: `x[m]` with a traced
 mask is a `masks.Masked` selection; with a concrete mask of x's shape (or its
 leading dims) a static gather; `x[m] = v` / `x[m] op= v` lower to `where`.
+`index_trick(st, np.r_ or np.c_, key)` is `np.r_[...]`/`np.c_[...]` with traced
+items (arrays, scalars, slices with static bounds).
 """
 from __future__ import annotations
 
@@ -80,7 +82,11 @@ def static_difference(st, hi, lo):
         except TypeError:
             return None
     fh, fl = form(hi), form(lo)
-    if fh is None or fl is None or not (fh[0] is None and fl[0] is None or fh[0] is not None and fh[0] == fl[0]):
+    if fh is None or fl is None:
+        return None
+    if (fh[0] is None) != (fl[0] is None):
+        return None
+    if fh[0] is not None and not masks._same_value(st, fh[0], fl[0]):  # `int(t)` written twice is one value
         return None
     return fh[1] - fl[1]
 
@@ -362,3 +368,41 @@ def setitem(st, x, key, value, mode="set"):
     if newaxis:
         raise UnsupportedSyntaxError("np.newaxis in an assignment target is not supported")
     return emit(st, "index_update", x.atom, v, *args, spec=spec, mode=mode)
+
+
+# -- np.r_ / np.c_ ---------------------------------------------------------------------------
+
+def is_index_trick(obj) -> bool:
+    """`np.r_` / `np.c_` (NumPy's `index_tricks` concatenators, used as `np.r_[a, b]`)."""
+    return obj is np.r_ or obj is np.c_
+
+
+def index_trick(st, obj, key):
+    """`np.r_[...]` / `np.c_[...]` with traced items: arrays, scalars and slices with static
+    bounds (`np.r_[0:3]` is `np.arange(0, 3)`). np.r_ joins them along axis 0 (a scalar is a
+    1-element array); np.c_ along the last axis, a 1-D array or scalar becoming a column."""
+    what = "np.c_" if obj is np.c_ else "np.r_"
+    parts = []
+    for it in key if isinstance(key, tuple) else (key,):
+        if isinstance(it, str):
+            raise UnsupportedSyntaxError(f"{what}[...] with a directive string ({it!r}) is not supported",
+                                         hint="use np.concatenate / np.stack with an axis")
+        if isinstance(it, slice):
+            if _traced_slice(it):
+                raise ConcreteNeeded(f"{what}[a:b] with a traced bound: its length must be known at staging time",
+                                     hint="use static bounds, or np.arange with static arguments")
+            if isinstance(it.step, complex):
+                raise UnsupportedSyntaxError(f"{what}[a:b:nj] (a linspace) is not supported",
+                                             hint="use np.linspace(a, b, n)")
+            it = np.arange(0 if it.start is None else it.start, it.stop, 1 if it.step is None else it.step)
+        v = it if isinstance(it, (Traced, np.ndarray)) else as_traced(st, it)
+        if isinstance(v, Traced) and v.ndim and not isinstance(it, Traced):
+            v = it
+        nd = np.ndim(v)
+        if obj is np.c_ and nd < 2:
+            v = reshape(st, v, (int(np.size(v)), 1)) if isinstance(v, Traced) else np.reshape(v, (-1, 1))
+        elif nd == 0:
+            v = reshape(st, v, (1,)) if isinstance(v, Traced) else np.reshape(v, (1,))
+        parts.append(v)
+    from .ops import concatenate
+    return concatenate(st, parts, axis=-1 if obj is np.c_ else 0)

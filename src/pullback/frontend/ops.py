@@ -97,16 +97,23 @@ def unary(st, op, x) -> Traced:
     return emit(st, op, atom(st, x))
 
 
+_TRUTH_HINT = ("write `if np.any(c):` (some element) or `if np.all(c):` (every element); for a choice per "
+               "element, np.where(c, a, b) instead of an `if`; `&`, `|`, `~` instead of `and`, `or`, `not`")
+
+
 def to_bool(st, v):
     """A scalar truth value: concrete -> Python bool, traced -> Traced bool scalar."""
     if not isinstance(v, Traced):
         try:
             return bool(v)
         except ValueError as e:
-            raise StagingError(str(e), hint="use np.all(...) or np.any(...)") from None
+            raise StagingError(f"{e} (an `if`, `while`, `and`/`or`, `not` or bool() needs one truth value)",
+                               hint=_TRUTH_HINT) from None
+    if v.shape != () and v.size == 1:  # NumPy: the truth value of a one-element array is its element's
+        v = reshape(st, v, ())
     if v.shape != ():
-        raise StagingError(f"the truth value of a traced array of shape {v.shape} is ambiguous",
-                           hint="use np.all(...) or np.any(...) to get a scalar condition, or np.where for elementwise choice")
+        raise StagingError(f"the truth value of a traced array of shape {v.shape} is ambiguous (an `if`, `while`, "
+                           "`and`/`or`, `not` or bool() needs one truth value)", hint=_TRUTH_HINT)
     if v.type.dtype == "bool":
         return v
     return emit(st, "ne", v.atom, Const(0, TensorType(v.type.dtype)))
