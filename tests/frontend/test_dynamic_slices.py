@@ -340,7 +340,5 @@ def nested(A):
     return np.sum(B ** 2)
 
 
-@pytest.mark.xfail(strict=True, reason="passes/vjp/loop.py `_project` must treat a ('ds', k) spec entry as one "
-                                       "that consumes an index (`if s[0] not in ('d', 'ds')`)")
 def test_nested_loop_updating_a_dynamic_slice():
     check_grads(nested, (A,), modes=("rev",), order=1, backend="interp")
