@@ -300,3 +300,11 @@ def test_cheap_gradient_through_custom_functions_in_a_loop():
         return ops[1] / ops[0]
     r1, r2 = ratio(np.int64(20)), ratio(np.int64(400))
     assert r2 < 8 and abs(r1 - r2) < 0.1 * r1
+
+
+@pytest.mark.parametrize("backend", ["pysource", pytest.param("numba", marks=pytest.mark.slow)])
+def test_second_order_on_compiled_backends(backend):
+    assert pb.grad(pb.grad(s3), backend=backend)(0.4) == pytest.approx(-3 * np.sin(0.4))
+    assert pb.hessian(s3, backend=backend)(0.4) == pytest.approx(-3 * np.sin(0.4))
+    g2 = pb.grad(lambda x: pb.grad(f2)(x, 2.0), backend=backend)(0.4)
+    assert g2 == pytest.approx(-3 * np.sin(0.4) * 2.0)
