@@ -20,6 +20,12 @@ Contract (note [custom-rules] in docs/design.md):
 - Rule output of the wrong structure, shape or count is a located `PullbackError`.
 Tangents passed to a jvp rule for integer or boolean arguments are float zeros (JAX
 passes float0 zeros); cotangents passed to bwd for integer results are float zeros.
+
+`pure_callback(fn, result_shape_dtypes, *args, **kwargs)` (JAX's name; shapes and dtypes
+as `ShapeDtypeStruct`s, JAX's, or arrays) calls `fn` from staged and compiled code through
+the `callback` primitive (`ir/prims/callback.py`, note [callbacks]); outside staging it
+calls `fn` and converts its results. `leaves_for` matches a pytree holding None against a
+treedef (also used by `vjp_fn` for None cotangents).
 """
 from __future__ import annotations
 
@@ -315,7 +321,7 @@ def _out_atoms(st, vals, tree, types, what, loc, allow_none=False):
     in `types` skips that leaf (its entry is None)."""
     from .frontend.values import to_atom
 
-    leaves = _leaves_for(vals, tree, allow_none)
+    leaves = leaves_for(vals, tree, allow_none)
     if leaves is None:
         got = flatten(vals, is_leaf=(lambda v: v is None) if allow_none else None)[1]
         raise PullbackError(f"{what} has structure {got}, expected {tree}", loc=loc,
@@ -340,7 +346,7 @@ def _out_atoms(st, vals, tree, types, what, loc, allow_none=False):
     return out
 
 
-def _leaves_for(vals, tree, allow_none):
+def leaves_for(vals, tree, allow_none):
     """The leaves of `vals` in the order of `tree`, None for each leaf of a None subtree when
     `allow_none`; None when the structures differ."""
     if vals is None and allow_none:
@@ -359,7 +365,7 @@ def _leaves_for(vals, tree, allow_none):
         items = list(vals)
     out = []
     for v, c in zip(items, tree.children):
-        sub = _leaves_for(v, c, allow_none)
+        sub = leaves_for(v, c, allow_none)
         if sub is None:
             return None
         out += sub

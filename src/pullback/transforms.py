@@ -211,11 +211,11 @@ class VjpFn:
         if len(args) != 1:
             raise PullbackError("vjp_fn takes one cotangent (with the structure of the output)", loc=_where(ctx),
                                 hint="call vjp_fn(ct) with one value shaped like the output")
-        from .custom import _leaves_for
+        from .custom import leaves_for
         from .frontend.values import to_atom
 
         # None: no cotangent (integer/boolean outputs) or a zero one (float outputs), as JAX's float0
-        leaves = _leaves_for(args[0], self.out_tree, allow_none=True)
+        leaves = leaves_for(args[0], self.out_tree, allow_none=True)
         if leaves is None:
             _, ct_tree = ctx.to_atoms(args[0])
             raise PullbackError(f"vjp_fn: cotangent structure {ct_tree} differs from output structure {self.out_tree}",
