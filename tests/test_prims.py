@@ -356,9 +356,21 @@ def build(name, case, rng):
     return Prog((f,), "f"), vals, all_vals
 
 
+def _callback_key():
+    from pullback.ir.prims import callback
+    from pullback.pytree import flatten
+
+    return callback.register(np.sin, flatten(((0.0,), {}))[1], flatten(0.0)[1])
+
+
+# the callback row (pb.pure_callback) is opaque: no derivative rules to check (tests/test_pure_callback.py)
+CASES["callback"] = [Case((F(3),), {"key": _callback_key(), "outs": (TensorType("f64", (3,)),)},
+                          ref=lambda x, key, outs: np.sin(x))]
+OPAQUE = {"callback"}
+
 ALL_CASES = [(n, i) for n in TABLE.rows for i in range(len(CASES.get(n, ())))]
 IDS = [f"{n}-{i}" for n, i in ALL_CASES]
-DIFF_CASES = [(n, i) for n, i in ALL_CASES if not TABLE.get(n).zero_deriv]
+DIFF_CASES = [(n, i) for n, i in ALL_CASES if not TABLE.get(n).zero_deriv and n not in OPAQUE]
 DIFF_IDS = [f"{n}-{i}" for n, i in DIFF_CASES]
 
 
