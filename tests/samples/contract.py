@@ -1,7 +1,9 @@
-"""Sample calls (format: `_spec`) of the contractions: dot, matmul (rank 1 and 2;
-batched matmul on rank > 2 is not supported yet), inner, outer, vdot, kron,
-cross (of 3-vectors), tensordot and einsum (one or two operands). Products of
-the arguments, so the second derivatives are the mixed ones."""
+"""Sample calls (format: `_spec`) of the contractions: dot, matmul (vectors,
+matrices, stacks), inner, outer, vdot, kron, cross (of 3-vectors: 2-vectors
+are refused), tensordot and einsum (one or two operands, no repeated index in
+one operand: others are refused). Products of the arguments, so the second
+derivatives are the mixed ones. A function's first sample is the cheap one the
+fast numba tests compile (vectors for inner, kron, einsum)."""
 import numpy as np
 
 from ._spec import F, S
@@ -16,6 +18,7 @@ SAMPLES = [
     S("np.dot", lambda a, b, v: np.dot(a, b) + np.dot(v, v), (F(2, 3), F(3, 2), F(3))),
     S("np.matmul", lambda a, b: np.matmul(a, b) + a[:, :2] @ b[:2, :], (F(2, 3), F(3, 2))),
     S("np.matmul", lambda a, v: np.matmul(a, v) * np.matmul(v, a), (F(3, 3), F(3)), id="np.matmul(vector)"),
+    S("np.matmul", lambda a, b: np.matmul(a, b) * a[:, :, :1], (F(2, 2, 3), F(2, 3, 2)), id="np.matmul(batched)"),
     S("np.inner", lambda a, b: np.inner(a, b) * a, (F(3), F(3)), id="np.inner(vectors)"),
     S("np.inner", lambda a, b: np.inner(a, b) * np.inner(a[0], a[1]), (F(2, 3), F(4, 3))),
     S("np.outer", lambda a, b: np.outer(a * a, b), (F(3), F(2))),
