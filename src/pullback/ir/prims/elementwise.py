@@ -177,7 +177,9 @@ def _pow_partials(b, x, y, o, n):
         ym1 = b.sub(y, c(y, 1))
         dx = smul(b, b.cast(y, dtype=o.type.dtype) if y.type.dtype != o.type.dtype else y, b.pow(x, ym1))
     if n[1]:
-        dy = smul(b, o, b.log(x))  # 0 ** y (y > 0): o == 0 and log(0) == -inf -> 0
+        # an integer base with a float exponent (np.arange(1, n) ** s): log of the base as a float
+        xf = b.cast(x, dtype=o.type.dtype) if x.type.dtype != o.type.dtype else x
+        dy = smul(b, o, b.log(xf))  # 0 ** y (y > 0): o == 0 and log(0) == -inf -> 0
     return dx, dy
 
 
