@@ -30,3 +30,59 @@ def test_integer_base_float_exponent(fn, backend):
     g = pb.grad(fn, backend=backend)(0.5)
     h = 1e-6
     assert abs(g - (fn(0.5 + h) - fn(0.5 - h)) / (2 * h)) < 1e-6
+
+
+# -- comprehensions and builtins over traced items (frontend/iterables.py) -------------------
+
+def _comprehensions(x):
+    sq = [np.sin(v) * v for v in x]
+    gen = sum(v * i for i, v in enumerate(x))
+    pairs = sum([a * b for a, b in zip(x, x[::-1])])
+    rows = [np.sum(r ** 2) for r in x.reshape(2, 2)]
+    return sum(sq) + gen + pairs + rows[0] * rows[1]
+
+
+def _dict_values(x):
+    d = {"a": x[0], "b": x[1] ** 2}
+    d["c"] = d["a"] * d["b"]
+    return sum(d.values()) + sum(v for _, v in d.items())
+
+
+def _map_reduce(x):
+    import functools
+    import operator
+    f = lambda t: np.sin(t) * x[0]
+    return sum(map(f, [x[1], x[2], 0.5])) + functools.reduce(operator.mul, x) + \
+        functools.reduce(lambda a, b: a + b * b, [x[0], x[3]], 1.0) + sum(map(lambda u, v: u * v, x, x))
+
+
+def _sorted(x):
+    s = sorted([x[0], x[1] * 2, x[2] - 1, 0.25])
+    r = sorted(x, reverse=True)
+    return s[0] * 3 + s[-1] + r[0] * r[1]
+
+
+@pytest.mark.parametrize("fn", [_comprehensions, _dict_values, _map_reduce, _sorted])
+@pytest.mark.parametrize("backend", ["interp", "pysource"])
+def test_builtins_over_traced_items(fn, backend):
+    x = np.array([0.3, 1.2, -0.7, 0.9])
+    np.testing.assert_allclose(pb.jit(fn, backend=backend)(x), fn(x), rtol=1e-12)
+    check_grads(fn, (x,), order=2, backend=backend)
+
+
+def _long_comprehension(x):
+    return sum([v * v for v in x])
+
+
+def _sorted_key(x):
+    return sorted([x[0], x[1]], key=lambda t: -t)[0]
+
+
+@pytest.mark.parametrize("fn, n, msg", [
+    (_long_comprehension, 100, "a comprehension over 100 traced items would be unrolled"),
+    (_sorted_key, 2, "sorted(..., key=...) with traced values is not supported")])
+def test_builtins_over_traced_items_errors(fn, n, msg):
+    with pytest.raises(pb.PullbackError) as e:
+        pb.grad(fn)(np.ones(n))
+    assert msg in str(e.value)
+    assert "test_fixes.py" in str(e.value)

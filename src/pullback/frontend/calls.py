@@ -18,6 +18,9 @@ Contract:
   staged (a nested `def`/`lambda` closing over them, a `partial` binding them, a
   transformation of either) is closure-converted: it becomes a `Captured` hook
   whose IR function takes those values as extra trailing parameters (note [closures]).
+- `map`, `functools.reduce` and `sorted` with traced items or a staged function are
+  staged over the items (`iterables.builtin_*`); a dict view holding traced values
+  (`sum(d.values())`) is passed on as a list.
 - Any other callable (a NumPy ufunc, `operator.mul`, ...) is staged as a call of it.
 - A callable pullback cannot look into (a C extension, a builtin outside the frontend's
   tables, `np.frompyfunc`, a ctypes function) called with traced arguments is a located
@@ -39,7 +42,7 @@ from ..errors import PullbackError, StagingError
 from ..ir.builder import Builder
 from ..ir.core import Func
 from ..pytree import flatten, unflatten
-from . import alias, control, views
+from . import alias, control, iterables, views
 from .funcs import FuncEntry, ProgramState, _bind, _subst, call_function, captured_values, signature_of
 from .funcs import stage_func
 from .numpy_api import ALWAYS_STAGED, METHODS, BoundMethod, describe, lookup
@@ -70,6 +73,13 @@ def _is_staged_fun(x):
     return staged or bool(found)
 
 
+_DICT_VIEWS = (type({}.values()), type({}.items()))  # sum(d.values()): its traced items, as a list
+# builtins that call a function value or order items, staged over the items (iterables.py)
+_HIGHER_ORDER = {builtins.map: lambda st, *a: iterables.builtin_map(st, call, *a),
+                 functools.reduce: lambda st, *a: iterables.builtin_reduce(st, call, *a),
+                 builtins.sorted: lambda st, *a, **k: iterables.builtin_sorted(st, *a, **k)}
+
+
 def call(st, fn, args, kwargs):
     if fn is builtins.super and not args and not kwargs:
         return _zero_arg_super(st)
@@ -84,7 +94,10 @@ def call(st, fn, args, kwargs):
         return call_closure(st, fn, args, kwargs)
     if not isinstance(fn, type) and hasattr(fn, "__pullback_stage__"):
         return fn.__pullback_stage__(StagingContext(st), tuple(args), dict(kwargs))
+    args = [list(a) if isinstance(a, _DICT_VIEWS) and _any_traced((list(a),), {}) else a for a in args]
     traced = _any_traced(args, kwargs, fn) or any(isinstance(a, control.TracedIterable) for a in args)
+    if traced and fn in _HIGHER_ORDER:
+        return _HIGHER_ORDER[fn](st, *args, **kwargs)
     if fn is builtins.range and traced:
         return control.traced_range(st, args)
     if fn is builtins.enumerate and traced:

@@ -6,11 +6,16 @@ at index `i` (a Python int when unrolling, a traced i64 in an IR loop).
 `traced_range`, `traced_enumerate`, `traced_zip` and `traced_reversed` build
 them for `range`/`enumerate`/`zip`/`reversed` over traced values (re-exported by
 `control`); `as_loop_iter` turns any iterable into a `TracedIterable` or a
-Python list to unroll.
+Python list to unroll; `static_items` is the Python list of an iterable's items
+(traced arrays unrolled up to the fallback cap, note [unroll-cap]), used by
+comprehensions and by the builtins `builtin_map`, `builtin_reduce` (for
+`functools.reduce`) and `builtin_sorted`, which `calls.call` stages.
 """
 from __future__ import annotations
 
-from ..errors import StagingError
+import numpy as np
+
+from ..errors import StagingError, UnsupportedSyntaxError
 from . import ops
 from .views import latest, note_row
 from .values import ConcreteNeeded, Poisoned, Traced, is_weak
@@ -153,4 +158,71 @@ def traced_reversed(st, seq):
                           "reversed")
 
 
-__all__ = ["TracedIterable", "as_loop_iter", "traced_enumerate", "traced_range", "traced_reversed", "traced_zip"]
+def static_items(st, it, what: str) -> list:
+    """The items of `it` as a Python list: a Python iterable's own; a traced array's
+    rows or a traced range/enumerate/zip's items when its length is static and at most
+    the fallback unroll cap (what the user wrote builds that many values)."""
+    from .control import FALLBACK_UNROLL_LIMIT
+    loop = as_loop_iter(st, it)
+    if isinstance(loop, list):
+        return loop
+    if not loop.static:
+        raise UnsupportedSyntaxError(f"{what} over a range with a traced length is not supported",
+                                     hint="use a for loop (it becomes an IR loop)")
+    if loop.n > FALLBACK_UNROLL_LIMIT:
+        raise UnsupportedSyntaxError(
+            f"{what} over {loop.n} traced items would be unrolled into {loop.n} copies "
+            f"(pullback unrolls at most {FALLBACK_UNROLL_LIMIT})",
+            hint="write it with array operations (np.sin(x) * x instead of [np.sin(v) * v for v in x]), "
+                 "or as a for loop accumulating into an array or a scalar")
+    return [loop.element(k) for k in range(loop.n)]
+
+
+def builtin_map(st, call, fn, *seqs):
+    """`map(fn, *seqs)` with traced items or a staged function: the list of calls."""
+    if not seqs:
+        raise StagingError("map() must have at least two arguments")
+    cols = [static_items(st, q, "map()") for q in seqs]
+    return [call(st, fn, list(items), {}) for items in zip(*cols)]
+
+
+def builtin_reduce(st, call, fn, seq, *init):
+    """`functools.reduce(fn, seq[, initial])`, unrolled over the items."""
+    items = static_items(st, seq, "functools.reduce()")
+    if init:
+        acc = init[0]
+    elif items:
+        acc, items = items[0], items[1:]
+    else:
+        raise StagingError("reduce() of empty iterable with no initial value")
+    for x in items:
+        acc = call(st, fn, [acc, x], {})
+    return acc
+
+
+def builtin_sorted(st, seq, key=None, reverse=False):
+    """`sorted(seq)` of traced scalars (or a 1-D traced array): np.sort of their array, as a
+    list; the derivative follows the permutation, as np.sort's does."""
+    from .numpy_api import lookup
+    if key is not None:
+        raise StagingError("sorted(..., key=...) with traced values is not supported",
+                           hint="sort an array of the keys with np.argsort and index with it")
+    if isinstance(reverse, Traced):
+        raise StagingError("sorted(reverse=...) must be a Python bool")
+    if isinstance(seq, Traced) and seq.ndim == 1:
+        arr = seq
+    else:
+        items = static_items(st, seq, "sorted()")
+        if not items:
+            return []
+        if any(isinstance(v, Traced) and v.ndim for v in items):
+            raise StagingError("sorted() of arrays is not supported (NumPy arrays have no order)",
+                               hint="sort numbers, or use np.sort on an array")
+        arr = lookup(np.array)(st, items)
+    s = lookup(np.sort)(st, arr)
+    n = s.shape[0]
+    order = range(n - 1, -1, -1) if reverse else range(n)
+    return [ops.getitem(st, s, k) for k in order]
+
+
+__all__ = ["TracedIterable", "as_loop_iter", "static_items", "builtin_map", "builtin_reduce", "builtin_sorted", "traced_enumerate", "traced_range", "traced_reversed", "traced_zip"]

@@ -23,6 +23,7 @@ from ..errors import PullbackError, StagingError, UnsupportedSyntaxError
 from . import control, indexing, ops, views
 from .numpy_api import BoundMethod, attribute
 from .assign import Assignments, _has_traced, _hint, _is_array  # noqa: F401  (_hint: control)
+from .iterables import static_items
 from .rewrite import UNSET_NAME
 from .values import UNSET, ConcreteNeeded, NeedUnroll, Poisoned, Traced
 
@@ -508,8 +509,7 @@ class Interp(Assignments):
             g = gens[0]
             it = self.eval(g.iter)
             if isinstance(it, Traced) or _is_traced_iter(it):
-                raise UnsupportedSyntaxError("comprehensions over traced data are not supported",
-                                             hint="use a for loop, or iterate over range(len(x)) with static shapes")
+                it = static_items(self, it, "a comprehension")
             for n, item in enumerate(it):
                 if n > control.UNROLL_LIMIT:
                     raise StagingError("comprehension too long to unroll")
