@@ -86,3 +86,49 @@ def test_builtins_over_traced_items_errors(fn, n, msg):
         pb.grad(fn)(np.ones(n))
     assert msg in str(e.value)
     assert "test_fixes.py" in str(e.value)
+
+
+# -- np.einsum: any number of operands, batch indices, traces (frontend/numpy_contract.py) ----
+
+_R = np.random.default_rng(0)
+EINSUMS = [
+    ("ij,ij->i", [(3, 4), (3, 4)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 2)]),
+    ("bi,bi->b", [(3, 4), (3, 4)]),
+    ("ii->", [(3, 3)]),
+    ("ii->i", [(3, 3)]),
+    ("iij->j", [(2, 2, 3)]),
+    ("ij,jk,ki->", [(3, 2), (2, 4), (4, 3)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+    ("i,j,k->ijk", [(2,), (3,), (2,)]),
+    ("bij,bj->bi", [(2, 3, 4), (2, 4)]),
+    ("ij,jk", [(2, 3), (3, 2)]),
+    ("ijk,jil->kl", [(2, 3, 2), (3, 2, 4)]),
+]
+
+
+@pytest.mark.parametrize("spec, shapes", EINSUMS, ids=[e[0] for e in EINSUMS])
+@pytest.mark.parametrize("backend", ["interp", "pysource"])
+def test_einsum_general(spec, shapes, backend):
+    args = tuple(_R.standard_normal(s) for s in shapes)
+    n = len(args)
+    f = {1: lambda a: np.einsum(spec, a), 2: lambda a, b: np.einsum(spec, a, b),
+         3: lambda a, b, c: np.einsum(spec, a, b, c)}[n]
+    np.testing.assert_allclose(pb.jit(f, backend=backend)(*args), f(*args), rtol=1e-12, atol=1e-12)
+    check_grads(f, args, order=2, backend=backend)
+
+
+def test_einsum_integer_trace_stays_integer():
+    def f(a):
+        return np.einsum("ii->", a)
+    a = np.arange(9).reshape(3, 3)
+    r = pb.jit(f, backend="interp")(a)
+    assert r == f(a) and np.asarray(r).dtype == np.int64
+
+
+def test_einsum_size_mismatch_is_located():
+    def f(a, b):
+        return np.einsum("ij,jk->ik", a, b)
+    with pytest.raises(pb.PullbackError) as e:
+        pb.jit(f, backend="interp")(np.ones((2, 3)), np.ones((4, 2)))
+    assert "index 'j' has sizes 3 and 4" in str(e.value) and "test_fixes.py" in str(e.value)

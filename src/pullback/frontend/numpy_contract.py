@@ -1,10 +1,10 @@
 """Contractions and products composed from `matmul`, reshapes and transposes
-(issue 10): `tensordot`, `einsum` (one or two operands), `inner`, `kron`,
+(issue 10): `tensordot`, `einsum` (any number of operands, batch indices, traces), `inner`, `kron`,
 `cross`.
 
 Contract: importing this module registers the handlers in `numpy_api.FUNCS`.
 Every contraction is lowered to one `matmul` of 2-D reshapes of its operands
-(BLAS on the compiled backend), so its cost and its derivative's cost are
+(3-D stacks for einsum's batch indices; BLAS on the compiled backend), so its cost and its derivative's cost are
 those of the matrix product, not of a broadcast intermediate. Subscripts,
 axes and shapes must be static.
 """
@@ -90,10 +90,13 @@ def _cross(st, a, b, axis=-1):
 
 @_reg(np.einsum)
 def _einsum(st, subscripts, *operands, optimize=False):
-    """One operand: transpose and sum. Two: a `tensordot` over the indices that
-    appear in both and not in the output, then a transpose. Indices shared by both
-    operands and the output (batch indices) and repeated indices within an operand
-    (traces) are refused with a hint."""
+    """Any number of operands, batch indices (shared by operands and output) and
+    repeated indices within an operand (diagonals, traces). Repeated indices are
+    taken first (a product with an identity mask, then a sum), indices in one
+    operand only and not in the output are summed out, then the operands are
+    contracted pairwise, greedily the pair whose contraction costs the fewest
+    multiplications first. Each pairwise contraction is one `matmul` (stacked for
+    batch indices). `optimize` is accepted and ignored."""
     if not isinstance(subscripts, str):
         raise StagingError("np.einsum needs a subscripts string", hint="write np.einsum('ij,jk->ik', a, b)")
     spec = subscripts.replace(" ", "")
@@ -101,47 +104,84 @@ def _einsum(st, subscripts, *operands, optimize=False):
         raise StagingError("np.einsum with '...' is not supported", hint="spell out the indices")
     ins, out = (spec.split("->") + [None])[:2]
     terms = ins.split(",")
-    if len(terms) != len(operands) or len(terms) > 2:
-        raise StagingError("np.einsum is supported for one or two operands",
-                           hint="nest calls: np.einsum('ij,jk->ik', np.einsum(...), c)")
+    if len(terms) != len(operands):
+        raise StagingError(f"np.einsum: {len(terms)} operand subscripts for {len(operands)} operands")
     xs = [_t(st, x) for x in operands]
+    size = {}
     for t, x in zip(terms, xs):
         if len(t) != x.ndim:
             raise ShapeError(f"np.einsum: '{t}' has {len(t)} indices for an array of {x.ndim} dimensions")
-        if len(set(t)) != len(t):
-            raise StagingError(f"np.einsum: repeated index in '{t}' (a trace) is not supported",
-                               hint="use np.trace or np.diagonal")
+        for ch, d in zip(t, x.shape):
+            if size.setdefault(ch, d) != d:
+                raise ShapeError(f"np.einsum: index '{ch}' has sizes {size[ch]} and {d}")
     if out is None:
         counts = {}
         for t in terms:
             for ch in t:
                 counts[ch] = counts.get(ch, 0) + 1
         out = "".join(sorted(ch for ch, n in counts.items() if n == 1))
-    if len(xs) == 1:
-        (t,), (x,) = terms, xs
-        summed = tuple(i for i, ch in enumerate(t) if ch not in out)
-        r = ops.reduce(st, "sum", x, summed) if summed else x
-        kept = [ch for ch in t if ch in out]
-        return ops.transpose(st, r, tuple(kept.index(ch) for ch in out)) if kept != list(out) else r
-    (ta, tb), (a, b) = terms, xs
-    batch = [ch for ch in ta if ch in tb and ch in out]
-    if batch:
-        raise StagingError(f"np.einsum: index '{batch[0]}' is in both operands and the output (a batch index)",
-                           hint="use np.matmul on stacked arrays, or a loop")
-    # sum out indices that occur in only one operand and not in the output first
-    for which, t in ((0, ta), (1, tb)):
-        other = tb if which == 0 else ta
-        lone = [i for i, ch in enumerate(t) if ch not in out and ch not in other]
+    if len(set(out)) != len(out) or any(ch not in size for ch in out):
+        raise ShapeError(f"np.einsum: bad output subscripts '{out}'")
+    items = [_einsum_diag(st, t, x, size) for t, x in zip(terms, xs)]
+    while len(items) > 1:
+        best = None
+        for i in range(len(items)):
+            for j in range(i + 1, len(items)):
+                union = set(items[i][0]) | set(items[j][0])
+                cost = _prod([size[ch] for ch in union])
+                if best is None or cost < best[0]:
+                    best = (cost, i, j)
+        _, i, j = best
+        rest = "".join(items[k][0] for k in range(len(items)) if k not in (i, j))
+        keep = set(out) | set(rest)
+        r = _einsum_pair(st, items[i], items[j], keep, size)
+        items = [it for k, it in enumerate(items) if k not in (i, j)] + [r]
+    t, x = items[0]
+    summed = tuple(i for i, ch in enumerate(t) if ch not in out)
+    if summed:
+        x = ops.reduce(st, "sum", x, summed)
+        t = "".join(ch for ch in t if ch in out)
+    return ops.transpose(st, x, tuple(t.index(ch) for ch in out)) if t != out else x
+
+
+def _einsum_diag(st, t, x, size):
+    """Operand `x` with indices `t` after taking the diagonal of each repeated index."""
+    while len(set(t)) != len(t):
+        ch = next(c for c in t if t.count(c) > 1)
+        p = t.index(ch)
+        q = t.index(ch, p + 1)
+        n = size[ch]
+        shape = [1] * len(t)
+        shape[p] = shape[q] = n
+        mask = np.eye(n).reshape(shape)
+        mask = mask.astype({"f32": np.float32, "i64": np.int64}.get(x.type.dtype, np.float64))
+        x = ops.reduce(st, "sum", ops.binary(st, "mul", x, ops.as_traced(st, mask)), (q,))
+        t = t[:q] + t[q + 1:]
+    return t, x
+
+
+def _einsum_pair(st, A, B, keep, size):
+    """Contract two (indices, operand) pairs, keeping the indices in `keep`."""
+    (ta, a), (tb, b) = A, B
+    for which in (0, 1):
+        t, x, other = (ta, a, tb) if which == 0 else (tb, b, ta)
+        lone = tuple(i for i, ch in enumerate(t) if ch not in other and ch not in keep)
         if lone:
-            x = ops.reduce(st, "sum", xs[which], tuple(lone))
-            t = "".join(ch for ch in t if ch in out or ch in other)
+            x = ops.reduce(st, "sum", x, lone)
+            t = "".join(ch for ch in t if ch in other or ch in keep)
             if which == 0:
-                a, ta = x, t
+                ta, a = t, x
             else:
-                b, tb = x, t
-    con = [ch for ch in ta if ch in tb]
-    r = _tensordot(st, a, b, ([ta.index(ch) for ch in con], [tb.index(ch) for ch in con]))
-    order = [ch for ch in ta if ch not in con] + [ch for ch in tb if ch not in con]
-    if sorted(order) != sorted(out):
-        raise ShapeError(f"np.einsum: output '{out}' does not match the free indices '{''.join(order)}'")
-    return ops.transpose(st, r, tuple(order.index(ch) for ch in out)) if order != list(out) else r
+                tb, b = t, x
+    batch = [ch for ch in ta if ch in tb and ch in keep]
+    con = [ch for ch in ta if ch in tb and ch not in keep]
+    fa = [ch for ch in ta if ch not in tb]
+    fb = [ch for ch in tb if ch not in ta]
+    if not batch:
+        r = _tensordot(st, a, b, ([ta.index(ch) for ch in con], [tb.index(ch) for ch in con]))
+        return "".join(fa + fb), r
+    n = [_prod([size[ch] for ch in g]) for g in (batch, fa, con, fb)]
+    at = ops.reshape(st, ops.transpose(st, a, tuple(ta.index(ch) for ch in batch + fa + con)), (n[0], n[1], n[2]))
+    bt = ops.reshape(st, ops.transpose(st, b, tuple(tb.index(ch) for ch in batch + con + fb)), (n[0], n[2], n[3]))
+    r = ops.matmul(st, at, bt)
+    return "".join(batch + fa + fb), ops.reshape(st, r, tuple(size[ch] for ch in batch + fa + fb))
