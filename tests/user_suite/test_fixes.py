@@ -132,3 +132,55 @@ def test_einsum_size_mismatch_is_located():
     with pytest.raises(pb.PullbackError) as e:
         pb.jit(f, backend="interp")(np.ones((2, 3)), np.ones((4, 2)))
     assert "index 'j' has sizes 3 and 4" in str(e.value) and "test_fixes.py" in str(e.value)
+
+
+# -- np.polyval, np.convolve, np.interp (frontend/numpy_contract.py) ---------------------------
+
+def _polyval(c, x):
+    return np.polyval(c, x)
+
+
+def _polyval_list(c, x):
+    return np.polyval([c[0], 2.0, c[1]], x)
+
+
+@pytest.mark.parametrize("fn", [_polyval, _polyval_list])
+@pytest.mark.parametrize("x", [0.7, np.array([-1.0, 0.3, 2.0])], ids=["scalar", "array"])
+@pytest.mark.parametrize("backend", ["interp", "pysource"])
+def test_polyval(fn, x, backend):
+    c = np.array([1.5, -2.0, 0.5])
+    np.testing.assert_allclose(pb.jit(fn, backend=backend)(c, x), fn(c, x), rtol=1e-12)
+    check_grads(fn, (c, x), order=2, backend=backend)
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("n, m", [(7, 3), (3, 7), (5, 4), (4, 1), (1, 1)])
+@pytest.mark.parametrize("backend", ["interp", "pysource"])
+def test_convolve(mode, n, m, backend):
+    a, v = _R.standard_normal(n), _R.standard_normal(m)
+
+    def f(a, v):
+        return np.convolve(a, v, mode=mode)
+    np.testing.assert_allclose(pb.jit(f, backend=backend)(a, v), f(a, v), rtol=1e-12, atol=1e-14)
+    check_grads(f, (a, v), order=2, backend=backend)
+
+
+def _interp(x, fp):
+    return np.interp(x, np.array([0.0, 0.5, 1.5, 2.0]), fp)
+
+
+@pytest.mark.parametrize("x", [0.3, np.array([-0.5, 0.2, 0.9, 1.7, 2.5])], ids=["scalar", "array"])
+@pytest.mark.parametrize("backend", ["interp", "pysource"])
+def test_interp(x, backend):
+    fp = np.array([1.0, -0.5, 2.0, 0.3])
+    np.testing.assert_allclose(pb.jit(_interp, backend=backend)(x, fp), _interp(x, fp), rtol=1e-12)
+    check_grads(_interp, (x, fp), order=2, backend=backend)
+
+
+def test_interp_at_knots_and_outside():
+    fp = np.array([1.0, -0.5, 2.0, 0.3])
+    x = np.array([-1.0, 0.0, 0.5, 2.0, 3.0])
+    np.testing.assert_allclose(pb.jit(_interp, backend="interp")(x, fp), _interp(x, fp), rtol=1e-12)
+    dx = np.diag(pb.jacobian(_interp, backend="interp")(x, fp))
+    # outside: 0; at a knot: the slope of the segment to its right (the last one's at the end)
+    np.testing.assert_allclose(dx, [0.0, -3.0, 2.5, -3.4, 0.0], rtol=1e-12)

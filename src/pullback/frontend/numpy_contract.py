@@ -3,6 +3,8 @@
 `cross`.
 
 Contract: importing this module registers the handlers in `numpy_api.FUNCS`.
+Also `polyval` (Horner), `convolve` (a Toeplitz gather and one `matmul`) and
+`interp` (a segment search by comparisons, then the segment's line).
 Every contraction is lowered to one `matmul` of 2-D reshapes of its operands
 (3-D stacks for einsum's batch indices; BLAS on the compiled backend), so its cost and its derivative's cost are
 those of the matrix product, not of a broadcast intermediate. Subscripts,
@@ -185,3 +187,80 @@ def _einsum_pair(st, A, B, keep, size):
     bt = ops.reshape(st, ops.transpose(st, b, tuple(tb.index(ch) for ch in batch + con + fb)), (n[0], n[2], n[3]))
     r = ops.matmul(st, at, bt)
     return "".join(batch + fa + fb), ops.reshape(st, r, tuple(size[ch] for ch in batch + fa + fb))
+
+
+# -- polynomials, convolution, interpolation (found by tests/user_suite) -------------------
+
+def _as_1d(st, v, what):
+    if isinstance(v, (list, tuple)):
+        from .numpy_api import lookup
+        v = lookup(np.array)(st, list(v))
+    v = _t(st, v)
+    if v.ndim != 1:
+        raise ShapeError(f"{what} must be 1-D, got an array of shape {v.shape}")
+    return v
+
+
+@_reg(np.polyval)
+def _polyval(st, p, x):
+    """Horner's rule over the (static number of) coefficients, highest power first."""
+    p = _as_1d(st, p, "np.polyval's coefficients")
+    r = ops.getitem(st, p, 0)
+    if not isinstance(x, Traced):
+        x = ops.as_traced(st, x)
+    r = ops.binary(st, "add", ops.binary(st, "mul", x, 0), r)  # the shape of x
+    for k in range(1, p.shape[0]):
+        r = ops.binary(st, "add", ops.binary(st, "mul", r, x), ops.getitem(st, p, k))
+    return r
+
+
+@_reg(np.convolve)
+def _convolve(st, a, v, mode="full"):
+    """`full[k] = sum_j a[k - j] v[j]`: one gather of the zero-padded longer operand into a
+    static (len(full), len(shorter)) Toeplitz index pattern, then one `matmul` with the shorter
+    operand; 'same' and 'valid' are NumPy's slices of it."""
+    a, v = _as_1d(st, a, "np.convolve's first argument"), _as_1d(st, v, "np.convolve's second argument")
+    if a.shape[0] == 0 or v.shape[0] == 0:
+        raise ShapeError("np.convolve: empty operand")
+    if v.shape[0] > a.shape[0]:
+        a, v = v, a
+    n, m = a.shape[0], v.shape[0]
+    if mode not in ("full", "same", "valid"):
+        raise StagingError(f"np.convolve: mode must be 'full', 'same' or 'valid', got {mode!r}")
+    if m > 1:
+        z = ops.binary(st, "mul", ops.getitem(st, a, slice(0, m - 1)), 0)
+        padded = ops.concatenate(st, [z, a, z], 0)
+    else:
+        padded = a
+    idx = np.arange(n + m - 1)[:, None] - np.arange(m)[None, :] + (m - 1)
+    full = ops.matmul(st, ops.getitem(st, padded, idx), v)
+    if mode == "full":
+        return full
+    start, length = ((m - 1) // 2, n) if mode == "same" else (m - 1, n - m + 1)
+    return ops.getitem(st, full, slice(start, start + length))
+
+
+@_reg(np.interp)
+def _interp(st, x, xp, fp, left=None, right=None, period=None):
+    """Linear interpolation: the segment of each x is the number of interior knots at or below
+    it (a comparison per knot, piecewise constant), then the segment's line; outside the knots
+    the end values (NumPy's default `left`/`right`), with a zero derivative in x there."""
+    if left is not None or right is not None or period is not None:
+        raise StagingError("np.interp's left=, right= and period= are not supported with traced values")
+    xp, fp = _as_1d(st, xp, "np.interp's xp"), _as_1d(st, fp, "np.interp's fp")
+    if xp.shape != fp.shape or xp.shape[0] < 2:
+        raise ShapeError(f"np.interp: xp and fp must have the same length >= 2, got {xp.shape} and {fp.shape}")
+    x = _t(st, x)
+    k = xp.shape[0]
+    xe = ops.reshape(st, x, x.shape + (1,))
+    inner = ops.reshape(st, ops.getitem(st, xp, slice(1, k - 1)), (1,) * x.ndim + (k - 2,))
+    seg = ops.reduce(st, "sum", ops.cast(st, ops.binary(st, "ge", xe, inner), "i64"), (x.ndim,))
+    x0, x1 = ops.getitem(st, xp, seg), ops.getitem(st, xp, ops.binary(st, "add", seg, 1))
+    f0, f1 = ops.getitem(st, fp, seg), ops.getitem(st, fp, ops.binary(st, "add", seg, 1))
+    t = ops.binary(st, "div", ops.binary(st, "sub", x, x0), ops.binary(st, "sub", x1, x0))
+    line = ops.binary(st, "add", f0, ops.binary(st, "mul", t, ops.binary(st, "sub", f1, f0)))
+    # outside the knots: the end values (a `where`, so at a knot the derivative is a segment's slope,
+    # the right one's, never half of it as a clip's tie would give)
+    lo, hi = ops.getitem(st, xp, 0), ops.getitem(st, xp, k - 1)
+    r = ops.where(st, ops.binary(st, "gt", x, hi), ops.getitem(st, fp, k - 1), line)
+    return ops.where(st, ops.binary(st, "lt", x, lo), ops.getitem(st, fp, 0), r)
