@@ -1,7 +1,7 @@
 """Sample calls (format: `_spec`) of the contractions: dot, matmul (vectors,
 matrices, stacks), inner, outer, vdot, kron, cross (of 3-vectors: 2-vectors
-are refused), tensordot and einsum (one or two operands, no repeated index in
-one operand: others are refused). Products of the arguments, so the second
+are refused), tensordot, einsum (several operands, batch indices, traces), and
+polyval, convolve and interp. Products of the arguments, so the second
 derivatives are the mixed ones. A function's first sample is the cheap one the
 fast numba tests compile (vectors for inner, kron, einsum)."""
 import numpy as np
@@ -10,8 +10,15 @@ from ._spec import F, S
 
 
 def _einsum(a, b, c):
-    return (np.einsum("ij,jk->ik", a, b), np.einsum("ij,jk->i", a, b) * c, np.einsum("ij,ij->", a, a),
-            np.einsum("i,i", c, c))
+    return (np.einsum("ij,jk->ik", a, b), np.einsum("ij,jk,k->i", a, b, c), np.einsum("ii->", a @ b),
+            np.einsum("i,i", c, c), np.einsum("bij,bjk->bik", np.stack([a, a * a]), np.stack([b, b])))
+
+
+XP = np.array([-1.5, -0.4, 0.3, 1.5])  # np.interp's knots
+
+
+def _convolve(a, v):
+    return np.convolve(a, v) * a[0], np.convolve(a, v * v, mode="same"), np.convolve(v, a, mode="valid")
 
 
 SAMPLES = [
@@ -31,4 +38,7 @@ SAMPLES = [
     S("np.einsum", lambda a, b: np.einsum("i,i->", a, b) * a + np.einsum("i->", a * b), (F(3), F(3)),
       id="np.einsum(vectors)"),
     S("np.einsum", _einsum, (F(2, 3), F(3, 2), F(2))),
+    S("np.polyval", lambda p, x: np.polyval(p, x) * x + np.polyval(p * p, 0.5), (F(3), F(4))),
+    S("np.convolve", _convolve, (F(5), F(3))),
+    S("np.interp", lambda x, fp: np.interp(x, XP, fp) * np.interp(x[0], XP, fp * fp), (F(5), F(4))),
 ]
