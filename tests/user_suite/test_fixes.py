@@ -184,3 +184,53 @@ def test_interp_at_knots_and_outside():
     dx = np.diag(pb.jacobian(_interp, backend="interp")(x, fp))
     # outside: 0; at a knot: the slope of the segment to its right (the last one's at the end)
     np.testing.assert_allclose(dx, [0.0, -3.0, 2.5, -3.4, 0.0], rtol=1e-12)
+
+
+# -- x[idx] += v with a repeated index: NumPy keeps the last write (frontend/assign.py) --------
+# (this was a wrong number: staged code accumulated, as np.add.at does)
+
+def _aug_static_repeat(x):
+    y = np.zeros(4)
+    y[[0, 0, 1]] += x[:3]
+    y[np.array([3, 3])] -= x[1:3] * 2.0
+    return y
+
+
+def _aug_rows_repeat(x):
+    y = np.ones((3, 2))
+    y[[2, 0, 2], :] += x[:3, None] * x[3]
+    return y
+
+
+def _aug_negative_alias(x):
+    y = np.zeros(4)
+    y[[3, -1]] += x[:2]      # the same element twice
+    return y
+
+
+def _aug_unique(x):
+    y = np.zeros(5)
+    y[[4, 0, 2]] += x[:3] ** 2
+    return y
+
+
+def _aug_traced_index(x, idx):
+    y = np.zeros(4)
+    y[idx] += x[:3]
+    return y
+
+
+@pytest.mark.parametrize("fn", [_aug_static_repeat, _aug_rows_repeat, _aug_negative_alias, _aug_unique])
+@pytest.mark.parametrize("backend", ["interp", "pysource"])
+def test_augmented_fancy_assignment_repeated_index(fn, backend):
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    np.testing.assert_array_equal(pb.jit(fn, backend=backend)(x), fn(x))
+    check_grads(fn, (x,), order=2, backend=backend)
+
+
+@pytest.mark.parametrize("idx", [[0, 0, 1], [2, 1, 3]])
+@pytest.mark.parametrize("backend", ["interp", "pysource"])
+def test_augmented_fancy_assignment_traced_index(idx, backend):
+    x, idx = np.array([1.0, 2.0, 3.0, 4.0]), np.array(idx)
+    np.testing.assert_array_equal(pb.jit(_aug_traced_index, backend=backend)(x, idx), _aug_traced_index(x, idx))
+    check_grads(_aug_traced_index, (x, idx), order=2, backend=backend)

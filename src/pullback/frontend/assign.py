@@ -5,7 +5,10 @@ Contract: `Assignments` is a mixin of `staging.Interp`: `s_Assign`,
 tuples/lists/arrays and store into subscripts (traced arrays get a functional
 `index_update`; concrete lists, dicts and arrays are updated in Python). A
 value computed by the statement takes the user's variable name in the IR
-(`_rename`).
+(`_rename`). `x[key] += v` is NumPy's `x[key] = x[key] + v`: an increment of the
+selected elements where no element can be selected twice, else (an integer index
+array that is traced or repeats an index) a read, an add and an ordered set, so a
+repeated index keeps the last write as in NumPy, never an accumulation (`_may_repeat`).
 """
 from __future__ import annotations
 
@@ -52,7 +55,7 @@ class Assignments:
             base = self.eval(t.value)
             key = self.eval(t.slice)
             if _is_array(base) and (_has_traced(key) or isinstance(rhs, Traced) or isinstance(base, Traced)):
-                if isinstance(s.op, (ast.Add, ast.Sub)):
+                if isinstance(s.op, (ast.Add, ast.Sub)) and not _may_repeat(key):
                     v = rhs if isinstance(s.op, ast.Add) else (
                         ops.unary(self, "neg", rhs) if isinstance(rhs, Masked) else self.unop(ast.USub, rhs))
                     new = ops.setitem(self, base, key, v, mode="add")
@@ -210,3 +213,30 @@ def _hint(name: str) -> str:
         if name == "__pb_rv":
             return "retval"
     return name if name.isidentifier() else "t"
+
+
+def _may_repeat(key) -> bool:
+    """Whether `x[key] += v` may name an element twice: an integer index array that is
+    traced, or static with a repeated (or negative, possibly aliasing) index. NumPy's
+    `x[idx] += v` is `x[idx] = x[idx] + v`, one write per element (the last), not an
+    accumulation (that is `np.add.at`), so those are staged as a read, an add and a set."""
+    parts = key if isinstance(key, tuple) else (key,)
+    arrays = []
+    for k in parts:
+        if isinstance(k, Traced):
+            if k.ndim and k.type.dtype != "bool":
+                return True
+        elif isinstance(k, (list, np.ndarray)):
+            a = np.asarray(k) if not (isinstance(k, list) and any(isinstance(e, Traced) for e in k)) else None
+            if a is None:
+                return True
+            if a.dtype.kind in "iu" and a.ndim:
+                arrays.append(a)
+    if not arrays:
+        return False
+    if any((a < 0).any() for a in arrays):
+        return True
+    b = np.broadcast_arrays(*arrays)
+    flat = np.stack([x.ravel() for x in b])
+    return np.unique(flat, axis=1).shape[1] != flat.shape[1]
+

@@ -360,7 +360,8 @@ def setitem(st, x, key, value, mode="set"):
             return out
         if mode != "add":
             raise UnsupportedSyntaxError("assigning through an integer index array is not supported",
-                                         hint="use `x[idx] += v` (accumulates), or a loop with scalar indices")
+                                         hint="use a loop with scalar indices (x[i] = v[k]; x[i] += v[k] accumulates "
+                                              "over repeated indices, as np.add.at does)")
         want = x.shape[:axis] + idx.type.shape + x.shape[axis + 1:]
         if v.type.shape != want:
             v = broadcast_to(st, Traced(v), want).atom
