@@ -234,3 +234,34 @@ def test_augmented_fancy_assignment_traced_index(idx, backend):
     x, idx = np.array([1.0, 2.0, 3.0, 4.0]), np.array(idx)
     np.testing.assert_array_equal(pb.jit(_aug_traced_index, backend=backend)(x, idx), _aug_traced_index(x, idx))
     check_grads(_aug_traced_index, (x, idx), order=2, backend=backend)
+
+
+# -- np.add.at / np.subtract.at: in-place, accumulating (frontend/calls.py) ---------------------
+
+def _add_at_concrete(x):
+    y = np.zeros(3)
+    z = y                      # an alias sees the update
+    np.add.at(y, [0, 0, 2], x[:3])
+    return z * x[3]
+
+
+def _add_at_traced_rows(x):
+    A = np.outer(x[:2], x[2:])
+    np.add.at(A, np.array([1, 1, 0]), x[2:] ** 2)
+    np.subtract.at(A, (0, 1), x[3])
+    return A
+
+
+def _add_at_loop(x):
+    counts = np.zeros(4)
+    for k in range(3):
+        np.add.at(counts, [k, k + 1, k], x[k:k + 3] * x[3])
+    return counts
+
+
+@pytest.mark.parametrize("fn", [_add_at_concrete, _add_at_traced_rows, _add_at_loop])
+@pytest.mark.parametrize("backend", ["interp", "pysource"])
+def test_ufunc_at(fn, backend):
+    x = np.array([1.0, 2.0, -3.0, 0.5, 1.5, 2.5])[:6]
+    np.testing.assert_allclose(pb.jit(fn, backend=backend)(x), fn(x.copy()), rtol=1e-12)
+    check_grads(fn, (x,), order=2, backend=backend)

@@ -25,7 +25,7 @@ def fancy_getitem_repeated_index(x):
     return np.sum(x[[0, 0, 1, 5]] ** 2)
 
 
-@case(V, xfail="np.add.at (ufunc.at) is not supported: a located error pointing to pb.pure_callback")
+@case(V)
 def add_at_accumulates(x):
     y = np.zeros(3)
     np.add.at(y, [0, 0, 2], x[:3])

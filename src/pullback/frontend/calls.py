@@ -18,6 +18,7 @@ Contract:
   staged (a nested `def`/`lambda` closing over them, a `partial` binding them, a
   transformation of either) is closure-converted: it becomes a `Captured` hook
   whose IR function takes those values as extra trailing parameters (note [closures]).
+- `np.add.at`/`np.subtract.at` update their array in place (accumulating repeated indices).
 - `map`, `functools.reduce` and `sorted` with traced items or a staged function are
   staged over the items (`iterables.builtin_*`); a dict view holding traced values
   (`sum(d.values())`) is passed on as a list.
@@ -77,7 +78,23 @@ _DICT_VIEWS = (type({}.values()), type({}.items()))  # sum(d.values()): its trac
 # builtins that call a function value or order items, staged over the items (iterables.py)
 _HIGHER_ORDER = {builtins.map: lambda st, *a: iterables.builtin_map(st, call, *a),
                  functools.reduce: lambda st, *a: iterables.builtin_reduce(st, call, *a),
-                 builtins.sorted: lambda st, *a, **k: iterables.builtin_sorted(st, *a, **k)}
+                 builtins.sorted: lambda st, *a, **k: iterables.builtin_sorted(st, *a, **k),
+                 np.add.at: lambda st, *a: _ufunc_at(st, "add", *a),
+                 np.subtract.at: lambda st, *a: _ufunc_at(st, "sub", *a)}
+
+
+def _ufunc_at(st, op, a, idx, b=None):
+    """`np.add.at(a, idx, b)` / `np.subtract.at`: an unbuffered increment of `a` in place, every
+    occurrence of a repeated index counted (the accumulating `take_add`)."""
+    from . import ops
+    if b is None:
+        raise StagingError(f"np.{'add' if op == 'add' else 'subtract'}.at needs the values to add")
+    if not isinstance(a, (Traced, np.ndarray)):
+        raise StagingError("np.add.at updates an array in place; its first argument must be an array")
+    v = b if op == "add" else ops.unary(st, "neg", b if isinstance(b, Traced) else ops.as_traced(st, b))
+    new = ops.setitem(st, a, idx, v, mode="add")
+    alias.replace(st, a, new)
+    return None
 
 
 def call(st, fn, args, kwargs):
