@@ -287,6 +287,14 @@ def test_harness_catches_a_wrong_vjp_rule(monkeypatch):
         check_sample(_fresh_labelled("np.tanh"), "interp", "rev", 1)
 
 
+def test_harness_catches_a_wrong_value(monkeypatch):
+    from pullback.ir.prims import TABLE
+
+    monkeypatch.setattr(TABLE.get("tanh"), "impl", lambda x: np.tanh(x) * 1.001)  # the interpreter's tanh
+    with pytest.raises(AssertionError, match=r"value of np\.tanh \[backend=interp\]"):
+        check_sample(_fresh_labelled("np.tanh"), "interp", "fwd", 1)
+
+
 def test_failing_bundle_names_the_failing_sample(monkeypatch, tmp_path):
     from pullback.ir.prims import TABLE
 
