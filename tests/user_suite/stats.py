@@ -176,3 +176,38 @@ def mvn_loglik(S, mu, X):
     d = X - mu
     z = np.linalg.solve(L, d.T)
     return -0.5 * np.sum(z ** 2) - X.shape[0] * np.sum(np.log(np.diag(L))) - X.shape[0] * np.log(2 * np.pi)
+
+
+# written as in autograd's examples (autograd.scipy.stats) with SciPy's own names
+
+@case(0.2, 0.1, D, argnums=(0, 1), hess=True)
+def scipy_stats_norm_loglik(mu, log_sigma, x):
+    from scipy.stats import norm
+    return np.sum(norm.logpdf(x, mu, np.exp(log_sigma)))
+
+
+@case(0.1, 4.0, D, argnums=(0, 1), hess=True)
+def scipy_stats_t_loglik(mu, df, x):
+    import scipy.stats
+    return np.sum(scipy.stats.t.logpdf(x, df, loc=mu, scale=1.5))
+
+
+@case(np.array([0.1, -0.2]), np.array([[2.0, 0.3], [0.3, 1.0]]), _r.standard_normal((5, 2)), argnums=0, hess=True)
+def scipy_stats_mvn(mu, S, X):
+    from scipy.stats import multivariate_normal
+    return np.sum(multivariate_normal.logpdf(X, mu, S))
+
+
+@case(2.5, C, argnums=0, hess=True)
+def scipy_stats_poisson(lam, k):
+    from scipy import stats
+    return np.sum(stats.poisson.logpmf(k, lam))
+
+
+@case(0.3, argnums=0, hess=True)
+def scipy_stats_probit_loglik(w):
+    from scipy.stats import norm
+    x = np.array([0.5, -1.0, 2.0])
+    y = np.array([1.0, 0.0, 1.0])
+    z = w * x
+    return np.sum(y * norm.logcdf(z) + (1 - y) * norm.logsf(z))

@@ -265,3 +265,56 @@ def test_ufunc_at(fn, backend):
     x = np.array([1.0, 2.0, -3.0, 0.5, 1.5, 2.5])[:6]
     np.testing.assert_allclose(pb.jit(fn, backend=backend)(x), fn(x.copy()), rtol=1e-12)
     check_grads(fn, (x,), order=2, backend=backend)
+
+
+# -- scipy.stats log-densities (frontend/scipy_stats.py) ---------------------------------------
+
+def _stats_cases():
+    from scipy import stats
+    x = np.array([0.3, 1.2, 2.5])
+    k = np.array([0.0, 2.0, 5.0])
+    S = np.array([[2.0, 0.3], [0.3, 1.0]])
+    X2 = np.array([[0.1, -0.4], [1.0, 0.5], [-0.3, 0.2]])
+    return [
+        ("norm.logpdf", lambda x, m, s: stats.norm.logpdf(x, m, s), (x, 0.4, 1.3)),
+        ("norm.logpdf(kw)", lambda x, m, s: stats.norm.logpdf(x, loc=m, scale=s), (x, 0.4, 1.3)),
+        ("norm.pdf", lambda x, m: stats.norm.pdf(x, m), (x, 0.4)),
+        ("norm.cdf", lambda x, m, s: stats.norm.cdf(x, m, s), (x, 0.4, 1.3)),
+        ("norm.logcdf", lambda x: stats.norm.logcdf(x), (x - 2.0,)),
+        ("norm.sf", lambda x, s: stats.norm.sf(x, 0.2, s), (x, 0.9)),
+        ("norm.logsf", lambda x: stats.norm.logsf(x), (x,)),
+        ("t.logpdf", lambda x, df, s: stats.t.logpdf(x, df, 0.1, s), (x, 3.5, 1.2)),
+        ("t.pdf", lambda x, df: stats.t.pdf(x, df), (x, 3.5)),
+        ("laplace.logpdf", lambda x, m, s: stats.laplace.logpdf(x, m, s), (x, 0.1, 0.7)),
+        ("cauchy.logpdf", lambda x, m, s: stats.cauchy.logpdf(x, m, s), (x, 0.1, 0.7)),
+        ("expon.logpdf", lambda x, s: stats.expon.logpdf(x, scale=s), (x, 0.7)),
+        ("gamma.logpdf", lambda x, a, s: stats.gamma.logpdf(x, a, scale=s), (x, 2.5, 0.7)),
+        ("beta.logpdf", lambda x, a, b: stats.beta.logpdf(x, a, b), (x / 3.0, 2.5, 1.7)),
+        ("poisson.logpmf", lambda mu: stats.poisson.logpmf(k, mu), (2.2,)),
+        ("poisson.pmf", lambda mu: stats.poisson.pmf(k, mu), (2.2,)),
+        ("multivariate_normal.logpdf",
+         lambda X, m, C: stats.multivariate_normal.logpdf(X, m, C), (X2, np.array([0.2, -0.1]), S)),
+    ]
+
+
+@pytest.mark.parametrize("i", range(17))
+@pytest.mark.parametrize("backend", ["interp", pytest.param("pysource", marks=pytest.mark.slow)])
+def test_scipy_stats(i, backend):
+    name, f, args = _stats_cases()[i]
+    if name.startswith("multivariate"):
+        def g(X, m, C):   # a symmetric covariance under perturbation
+            return f(X, m, 0.5 * (C + C.T))
+    else:
+        g = f
+    np.testing.assert_allclose(pb.jit(g, backend=backend)(*args), g(*args), rtol=1e-10, err_msg=name)
+    # order 2 in the slow run (pysource); order 1 keeps the fast suite fast
+    check_grads(g, args, order=2 if backend == "pysource" else 1, backend=backend, err_msg=name)
+
+
+def test_scipy_stats_outside_support_is_minus_inf():
+    from scipy import stats
+
+    def f(x):
+        return stats.expon.logpdf(x) + stats.gamma.logpdf(x, 2.0)
+    x = np.array([-1.0, 0.5])
+    np.testing.assert_array_equal(pb.jit(f, backend="interp")(x), f(x))

@@ -18,6 +18,8 @@ Contract:
   staged (a nested `def`/`lambda` closing over them, a `partial` binding them, a
   transformation of either) is closure-converted: it becomes a `Captured` hook
   whose IR function takes those values as extra trailing parameters (note [closures]).
+- `scipy.stats.norm.logpdf` and the other log-densities of `scipy_stats` are staged
+  from that module's NumPy source.
 - `np.add.at`/`np.subtract.at` update their array in place (accumulating repeated indices).
 - `map`, `functools.reduce` and `sorted` with traced items or a staged function are
   staged over the items (`iterables.builtin_*`); a dict view holding traced values
@@ -34,6 +36,7 @@ import ast
 import builtins
 import functools
 import inspect
+import sys
 import operator
 import types
 
@@ -115,6 +118,11 @@ def call(st, fn, args, kwargs):
     traced = _any_traced(args, kwargs, fn) or any(isinstance(a, control.TracedIterable) for a in args)
     if traced and fn in _HIGHER_ORDER:
         return _HIGHER_ORDER[fn](st, *args, **kwargs)
+    if traced and "scipy.stats" in sys.modules:   # imported only once the user has imported scipy.stats
+        from . import scipy_stats
+        stats_fn = scipy_stats.lookup(fn)
+        if stats_fn is not None:
+            return call_function(st, stats_fn, args, kwargs)
     if fn is builtins.range and traced:
         return control.traced_range(st, args)
     if fn is builtins.enumerate and traced:
