@@ -318,3 +318,20 @@ def test_scipy_stats_outside_support_is_minus_inf():
         return stats.expon.logpdf(x) + stats.gamma.logpdf(x, 2.0)
     x = np.array([-1.0, 0.5])
     np.testing.assert_array_equal(pb.jit(f, backend="interp")(x), f(x))
+
+
+# -- functions made in a comprehension see its variables' last values (frontend/staging.py) ----
+
+def _late_binding(x):
+    i = 10.0
+    fs = [lambda t: t * i for i in range(3)]          # each sees i == 2
+    gs = [lambda t, i=i: t * i for i in range(3)]     # defaults bind each i
+    hs = {k: (lambda t: t ** k) for k in (1, 2)}      # each sees k == 2
+    return sum(f(x) for f in fs) + sum(g(x) for g in gs) + hs[1](x) + i
+
+
+@pytest.mark.parametrize("backend", ["interp", "pysource"])
+def test_comprehension_late_binding(backend):
+    np.testing.assert_allclose(pb.jit(_late_binding, backend=backend)(1.5), _late_binding(1.5), rtol=1e-12)
+    check_grads(_late_binding, (1.5,), order=2, backend=backend)
+    assert pb.grad(_late_binding, backend=backend)(1.5) == pytest.approx(6.0 + 3.0 + 3.0)

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ..pytree import flatten
 from ..errors import PullbackError, StagingError, UnsupportedSyntaxError
 from . import control, indexing, ops, views
 from .numpy_api import BoundMethod, attribute
@@ -532,10 +533,24 @@ class Interp(Assignments):
             # the loop variables are local to the comprehension; in-place updates made by
             # calls inside it stay visible, as in Python
             cur = self.frame.vars
+            final = {k: cur[k] for k in targets if k in cur}
             for k in targets:
                 cur.pop(k, None)
             cur.update(saved)
+        self._comprehension_scope(e, out, final)
         return dict(out) if kind is dict else out
+
+    def _comprehension_scope(self, e, out, final):
+        """Functions made in the comprehension (`[lambda t: t * i for i in ...]`) read its
+        variables after it ended, as Python's closures over the comprehension's scope do:
+        they get a frame holding the variables' last values, nested in the current one."""
+        nodes = {id(n) for n in ast.walk(e) if isinstance(n, (ast.Lambda, ast.FunctionDef))}
+        made = [v for v in flatten(out)[0] if isinstance(v, StagedClosure) and v.frame is self.frame
+                and id(v.node) in nodes]
+        if made and final:
+            scope = Frame(final, self.frame.globals, parent=self.frame)
+            for v in made:
+                v.frame = scope
 
 
 class _MissingRet:
