@@ -187,13 +187,17 @@ def _first_lines(e, n=6):
 
 
 def bundle_groups(samples, size):
-    """Chunks of at most `size` samples sharing a finite-difference step, in sample order."""
-    by_eps = {}
+    """[(name, chunk)]: chunks of at most `size` samples of one sample file sharing a
+    finite-difference step, in sample order, named after the file. Per file, so a sample
+    added to one file changes only that file's bundles (the others stay in the
+    compiled-code cache)."""
+    by_key = {}
     for s in samples:
-        by_eps.setdefault(s.eps, []).append(s)
+        by_key.setdefault((s.fn.__module__.rsplit(".", 1)[-1], s.eps), []).append(s)
     out = []
-    for group in by_eps.values():
-        out += [group[i:i + size] for i in range(0, len(group), size)]
+    for (area, eps), group in by_key.items():
+        tag = area if eps == 1e-6 else f"{area}_eps{eps:g}".replace(".", "p").replace("-", "m")
+        out += [(f"{tag}_{i // size}", group[i:i + size]) for i in range(0, len(group), size)]
     return out
 
 
@@ -322,7 +326,7 @@ NUMBA_COMBO = ("np.sin", "np.multiply")  # their first samples: both modes at or
 
 
 def numba_fast_plan():
-    """[(samples, modes, order)]: each function's first sample whose arguments have
+    """[(name, samples, modes, order)]: each function's first sample whose arguments have
     rank <= 2 (numba's compile time grows steeply with rank), else its first,
     bundled, forward mode, order 1; and `NUMBA_COMBO` in both modes at order 2
     (every chain)."""
@@ -333,9 +337,9 @@ def numba_fast_plan():
         if s.name not in first or (low and not first[s.name][1]):
             first[s.name] = (s, low)
     picks = [s for s in pool if first[s.name][0] is s]
-    plan = [(g, "fwd", 1) for g in bundle_groups(picks, NUMBA_BUNDLE)]
+    plan = [(name, g, "fwd", 1) for name, g in bundle_groups(picks, NUMBA_BUNDLE)]
     combo = [next(s for s in pool if s.name == n) for n in NUMBA_COMBO]
-    return plan + [(combo, "fwd+rev", 2)]
+    return plan + [("order2", combo, "fwd+rev", 2)]
 
 
 NUMBA_FAST = numba_fast_plan()
@@ -346,18 +350,17 @@ def bundle_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("numba_bundles")
 
 
-@pytest.mark.parametrize("k", range(len(NUMBA_FAST)),
-                         ids=[f"bundle{k}-{m}-{o}" for k, (_, m, o) in enumerate(NUMBA_FAST)])
-def test_numba_bundle(k, bundle_dir):
-    samples, modes, order = NUMBA_FAST[k]
-    Bundle(samples, bundle_dir, f"bundle{k}").check("numba", modes, order)
+@pytest.mark.parametrize("name,samples,modes,order", NUMBA_FAST,
+                         ids=[f"{name}-{m}-{o}" for name, _, m, o in NUMBA_FAST])
+def test_numba_bundle(name, samples, modes, order, bundle_dir):
+    Bundle(samples, bundle_dir, name).check("numba", modes, order)
 
 
 def test_fast_plan_covers_the_axes():
     """Pairwise: every function on every backend; every (backend, mode, order)."""
     for backend, checks in (("interp", [(s, "fwd+rev", s.order) for s in _on("interp")]),
                             ("pysource", PYSOURCE_FAST),
-                            ("numba", [(s, m, o) for g, m, o in NUMBA_FAST for s in g])):
+                            ("numba", [(s, m, o) for _, g, m, o in NUMBA_FAST for s in g])):
         names = {s.name for s, _, _ in checks} | (NUMBA_SLOW_COMPILE if backend == "numba" else set())
         assert names >= {s.name for s in _on(backend)}, (backend, {s.name for s in _on(backend)} - names)
         covered = {(mode, o) for _, m, order in checks for mode in MODES[m] for o in range(1, order + 1)}
