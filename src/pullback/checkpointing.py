@@ -13,8 +13,15 @@ derived program is cached per strategy.
   execution at function granularity). Memory stays at one frame's worth per
   call level, time grows with the call depth (quadratic for recursion).
 
-Issue 11's loop strategies (binomial, bisection, strip-mining, online,
-budgets) extend this module.
+Loop strategies (note [loop-checkpointing]): the return sweep of a loop
+brings back the state at the start of each iteration by recomputing it from
+snapshots instead of saving every iteration (`passes/vjp/checkpoint.py`):
+
+- `Binomial(snapshots=s)`: Griewank's binomial schedule (Revolve), the least
+  number of forward steps for s snapshots;
+- `Bisection()`: split every range in halves: O(log t) snapshots, O(t log t) time;
+- `Budget(bytes=B)`: the binomial schedule with as many snapshots of the
+  loop's state as fit in B bytes (per loop).
 """
 from __future__ import annotations
 
@@ -28,6 +35,8 @@ class Strategy:
 
     #: reverse calls of recursive functions in split mode (store residuals)
     split_calls = True
+    #: loops are reversed by recomputation from snapshots (note [loop-checkpointing])
+    loops = False
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,61 @@ class Joint(Strategy):
         return "pb.Joint()"
 
 
+@dataclass(frozen=True)
+class Binomial(Strategy):
+    """`checkpoint=pb.Binomial(snapshots=s)`: Griewank's binomial schedule for each loop.
+
+    At most `s` states of a loop are kept at once, the state at the start of the
+    loop included; the number of forward steps the return sweep recomputes is
+    Griewank's optimum r*t - C(s+r, s-1) for t iterations, r the least integer with
+    C(s+r, s) >= t (note [loop-checkpointing] states the counting convention)."""
+
+    snapshots: int
+
+    loops = True
+
+    def __post_init__(self):
+        s = self.snapshots
+        if isinstance(s, bool) or not isinstance(s, int) or s < 1:
+            raise PullbackError(f"pb.Binomial(snapshots={short_repr(s)}): snapshots must be an int >= 1",
+                                hint="the state at the start of the loop is one snapshot: "
+                                     "snapshots=1 recomputes from it alone (quadratic time)")
+
+    def __repr__(self):
+        return f"pb.Binomial(snapshots={self.snapshots})"
+
+
+@dataclass(frozen=True)
+class Bisection(Strategy):
+    """`checkpoint=pb.Bisection()`: each loop's iterations are reversed by
+    divide and conquer: O(log t) snapshots, O(t log t) recomputed steps."""
+
+    loops = True
+
+    def __repr__(self):
+        return "pb.Bisection()"
+
+
+@dataclass(frozen=True)
+class Budget(Strategy):
+    """`checkpoint=pb.Budget(bytes=B)`: each loop keeps at most B bytes of
+    snapshots of its state (the binomial schedule with B // state-bytes
+    snapshots). A budget that cannot hold one state is an error naming the loop."""
+
+    bytes: int
+
+    loops = True
+
+    def __post_init__(self):
+        b = self.bytes
+        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+            raise PullbackError(f"pb.Budget(bytes={short_repr(b)}): bytes must be a positive int",
+                                hint="e.g. pb.Budget(bytes=64 * 2**20) for 64 MiB")
+
+    def __repr__(self):
+        return f"pb.Budget(bytes={self.bytes})"
+
+
 DEFAULT = Store()
 
 
@@ -66,5 +130,5 @@ def parse(value, what: str) -> Strategy:
         raise PullbackError(f"{what}: checkpoint={value.__name__} is a class; pass an instance",
                             hint=f"write checkpoint=pb.{value.__name__}()")
     raise PullbackError(f"{what}: unknown checkpoint strategy {short_repr(value)}",
-                        hint='use checkpoint="store" (the default: linear-time calls) or '
-                             "checkpoint=pb.Joint() (re-execute callees, least memory)")
+                        hint='use checkpoint="store" (the default), pb.Joint(), pb.Binomial(snapshots=s), '
+                             "pb.Bisection() or pb.Budget(bytes=n)")

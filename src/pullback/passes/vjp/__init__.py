@@ -44,7 +44,7 @@ def vjp_prog(prog: Prog, fname: str | None = None, fresh=None, checkpoint=None) 
     entry = fname or prog.entry
     plan = SplitPlan(prog, entry, checkpoint or DEFAULT)
     derived = (DerivedNames(prog, names.vjp_func, fresh), DerivedNames(prog, names.fwd_func, fresh),
-               DerivedNames(prog, names.bwd_func, fresh))
+               DerivedNames(prog, names.bwd_func, fresh), DerivedNames(prog, names.segment_func, fresh))
     # split mode learns the residual types and the parameters each f_bwd takes
     # while it builds: build again until nothing new was learnt (note [split-calls])
     for _ in range(64):
@@ -72,7 +72,9 @@ class RevContext:
     def __init__(self, prog: Prog, plan: SplitPlan, derived):
         self.prog = prog
         self.plan = plan
-        self.names, self.fwd_names, self.bwd_names = derived
+        self.names, self.fwd_names, self.bwd_names, self.seg_names = derived
+        self.strategy = plan.strategy
+        self.seg_count = 0           # segment functions of checkpointed loops made (checkpoint.py)
         self.built: set = set()
         self.new_funcs: list[Func] = []
         # per-function state, set by `func`

@@ -186,7 +186,13 @@ def _store_chains(st, body, params) -> dict:
     return chains
 
 
-def fwd(ctx, b, st) -> LoopTape:
+def fwd(ctx, b, st):
+    """The forward sweep of loop `st`: a `LoopTape`, or a `checkpoint.CheckpointTape`
+    when the strategy checkpoints loops (note [loop-checkpointing])."""
+    from . import checkpoint
+
+    if checkpoint.eligible(ctx, st):
+        return checkpoint.fwd(ctx, b, st)
     e = st.exp
     schains = _store_chains(st, e.body, e.params)
     chains = _update_chains(e.body, e.params)
@@ -339,7 +345,11 @@ def reverse_frame(ctx, b, st, adj) -> ReverseFrame:
                         {v: adj.get_or_zero(v) for v in fvs})
 
 
-def rev(ctx, b, st, adj, tape: LoopTape) -> None:
+def rev(ctx, b, st, adj, tape) -> None:
+    from . import checkpoint
+
+    if isinstance(tape, checkpoint.CheckpointTape):
+        return checkpoint.rev(ctx, b, st, adj, tape)
     e = st.exp
     npar = len(e.params)
     outs = st.pat[:npar]

@@ -23,6 +23,7 @@ class Retry(Exception):
 
 class SplitPlan:
     def __init__(self, prog, entry: str, strategy):
+        self.strategy = strategy
         self.split: set[str] = store_passing_funcs(prog, entry)
         if strategy.split_calls:
             self.split |= callers_of_recursion(prog, entry)

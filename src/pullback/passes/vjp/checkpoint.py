@@ -1,0 +1,248 @@
+"""Loops reversed by recomputation from snapshots (note [loop-checkpointing]).
+
+Contract: under a strategy whose `loops` is true (`Binomial`, `Bisection`,
+`Budget`), `loop.fwd`/`loop.rev` hand an eligible loop (`eligible`) to this
+module instead of saving every iteration:
+
+- `fwd(ctx, b, st) -> CheckpointTape` emits the primal loop unchanged; a
+  `while` loop also counts its iterations (the slides' counting pass: the
+  forward sweep *is* the counting pass).
+- `rev(ctx, b, st, adj, tape)` emits one call of the loop's *segment
+  function*, built on first use:
+
+      seg(lo, hi, s, state..., free..., ct_state..., ct_free...) -> (ct_state..., ct_free...)
+
+  Given the loop-carried state at the start of iteration `lo` and the
+  adjoints of the state after iteration `hi - 1`, it returns the adjoints of
+  the state at `lo` and the accumulated adjoints of the varied free
+  variables. While the range holds more than one iteration, it advances a
+  copy of the state `m` iterations (the schedule's split: `t // 2` for
+  bisection, `revolve_split(t, s)` for the binomial schedule), reverses the
+  upper part by a recursive call with one snapshot fewer, and continues with
+  the lower part (a loop, not a call: the recursion depth is the number of
+  snapshots, or log2 t). A single iteration is reversed by re-executing the
+  body's forward sweep and running its return sweep, as `loop.rev` does per
+  iteration, so nested loops get their own schedule there.
+
+The snapshot of a segment (its state at `lo`) is held in stores while the
+segment runs, so `memory_report` counts it. Loops that carry or read stores
+(derivative code differentiated again) keep the store-all reversal.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...errors import PullbackError
+from ...ir.core import Body, Const, ForForm, Func, Loop, Var, WhileForm
+from ...ir.names import NameSupply
+from ...ir.traverse import free_vars, rename_body
+from ...ir.types import BOOL, I64, StoreType, TensorType
+from .._common import differentiable
+from ..activity import mark_body
+from .adjoints import Adjoints
+from .body import fwd_body, recomputed, rev_body
+
+
+@dataclass
+class CheckpointTape:
+    count: object       # trip count atom
+
+
+def eligible(ctx, st) -> bool:
+    if not getattr(ctx.strategy, "loops", False):
+        return False
+    e = st.exp
+    bound = set(e.params) | ({e.form.index} if isinstance(e.form, ForForm) else set())
+    if any(isinstance(v.type, StoreType) for v in list(e.params) + list(free_vars(e.body) - bound)):
+        return False
+    return snapshots(ctx, st) is not None
+
+
+def state_bytes(e: Loop) -> int:
+    return sum(p.type.nbytes for p in e.params)
+
+
+def snapshots(ctx, st) -> int | None:
+    """The snapshot count of the binomial schedule for loop `st` (0: bisection;
+    None: store every iteration, the budget allows it)."""
+    from ...checkpointing import Binomial, Bisection, Budget
+
+    s = ctx.strategy
+    if isinstance(s, Bisection):
+        return 0
+    if isinstance(s, Binomial):
+        return s.snapshots
+    if isinstance(s, Budget):
+        e = st.exp
+        w = state_bytes(e)
+        if isinstance(e.form, ForForm) and isinstance(e.form.bound, Const) and int(e.form.bound.value) * w <= s.bytes:
+            return None
+        if w > s.bytes:
+            raise PullbackError(f"checkpoint=pb.Budget(bytes={s.bytes}) cannot hold one snapshot of this loop's "
+                                f"state ({w} bytes)", loc=st.loc,
+                                hint=f"raise the budget to at least {w} bytes, or use pb.Bisection()")
+        return s.bytes // w
+    return None
+
+
+def fwd(ctx, b, st) -> CheckpointTape:
+    e = st.exp
+    if isinstance(e.form, ForForm):
+        b.stmts.append(st)
+        return CheckpointTape(e.form.bound)
+    sb = b.child()
+    trips = sb.fresh("trips", I64)
+    sb.stmts.extend(e.body.stmts)
+    nxt = sb.emit("add", trips, Const(1, I64), name="trips")
+    body = sb.body(list(e.body.result) + [nxt])
+    final = b.fresh("trips", I64)
+    b.let(tuple(st.pat) + (final,), Loop(tuple(e.params) + (trips,), tuple(e.init) + (Const(0, I64),),
+                                         e.form, body), st.loc)
+    return CheckpointTape(final)
+
+
+@dataclass
+class _Seg:
+    """What the segment function of one loop needs: the loop, its active state
+    indices, free variables (all, and the varied ones) and the schedule."""
+    st: object
+    act: list
+    free: list
+    fvs: list
+    binomial: bool
+
+
+def rev(ctx, b, st, adj, tape: CheckpointTape) -> None:
+    e = st.exp
+    outs = st.pat[:len(e.params)]
+    if all(adj.get(v) is None for v in outs):
+        return
+    act = [k for k, p in enumerate(e.params) if differentiable(p.type) and p in ctx.varied]
+    bound = set(e.params) | ({e.form.index} if isinstance(e.form, ForForm) else set())
+    free = sorted(free_vars(e.body) - bound, key=lambda v: v.name)
+    fvs = [v for v in free if v in ctx.varied and differentiable(v.type)]
+    s0 = snapshots(ctx, st)
+    seg = _Seg(st, act, free, fvs, binomial=s0 > 0)
+    fname = _build(ctx, seg)
+    ca = [adj.get(outs[i]) if adj.get(outs[i]) is not None else adj.get_or_zero(outs[i]) for i in act]
+    cf = [adj.get_or_zero(v) for v in fvs]
+    rets = [e.params[i].type for i in act] + [v.type for v in fvs]
+    args = [Const(0, I64), tape.count, Const(s0, I64)] + list(e.init) + list(free) + ca + cf
+    res = b.apply(fname, args, rets, names=[f"{e.params[i].name}_adj" for i in act] +
+                  [f"{v.name}_adj" for v in fvs])
+    for j, v in enumerate(fvs):
+        adj.m[v] = res[len(act) + j]
+    for j, i in enumerate(act):
+        if isinstance(e.init[i], Var) and e.init[i] in ctx.varied:
+            adj.add(e.init[i], res[j])
+
+
+def _build(ctx, seg: _Seg) -> str:
+    """Build the segment function of `seg` (see the module docstring); its name."""
+    from ...ir.builder import Builder
+
+    ctx.seg_count += 1
+    name = ctx.seg_names.name(f"loop{ctx.seg_count}")
+    e = seg.st.exp
+    saved = (ctx.varied, ctx.supply, ctx.fparams)
+    try:
+        ctx.supply = NameSupply({v.name for v in e.params} | {v.name for v in seg.free})
+        fb = Builder(ctx.supply)
+        lo, hi, s = fb.fresh("lo", I64), fb.fresh("hi", I64), fb.fresh("snaps", I64)
+        P = [fb.fresh(p.name, p.type) for p in e.params]
+        F = [fb.fresh(v.name, v.type) for v in seg.free]
+        Fm = dict(zip(seg.free, F))
+        CA = [fb.fresh(f"{e.params[i].name}_adj", e.params[i].type) for i in seg.act]
+        CF = [fb.fresh(f"{v.name}_adj", v.type) for v in seg.fvs]
+        rets = [x.type for x in CA + CF]
+        # the snapshot: the state at `lo`, held in stores while the segment runs
+        stores = []
+        for p in P:
+            s0 = fb.emit("store_new", elem=p.type, name="snapshot")
+            stores.append(fb.emit("store_push", s0, p, name="snapshot"))
+        cond0 = fb.emit("gt", fb.emit("sub", hi, lo, name="t"), Const(1, I64), name="more")
+        wb = fb.child()
+        w_hi = wb.fresh("hi", I64)
+        w_st = [wb.fresh("snapshot", x.type) for x in stores]
+        w_ca = [wb.fresh(x.name, x.type) for x in CA]
+        w_cf = [wb.fresh(x.name, x.type) for x in CF]
+        w_cond = wb.fresh("more", BOOL)
+        popped, w_st2 = [], []
+        for x in w_st:
+            x2, v = wb.emit_multi("store_pop", x, name="state")
+            popped.append(v)
+            w_st2.append(x2)
+        t = wb.emit("sub", w_hi, lo, name="t")
+        if seg.binomial:
+            m = wb.emit("revolve_split", t, s, name="m")
+            s_right = wb.emit("sub", s, Const(1, I64), name="snaps")
+        else:
+            m = wb.emit("floordiv", t, Const(2, I64), name="m")
+            s_right = s
+        mid = wb.emit("add", lo, m, name="mid")
+        smid = _advance(ctx, wb, e, popped, lo, m, Fm)
+        w_st3 = [wb.emit("store_push", x, v, name="snapshot") for x, v in zip(w_st2, popped)]
+        rr = wb.apply(name, [mid, w_hi, s_right] + list(smid) + F + w_ca + w_cf, rets,
+                      names=[x.name for x in CA + CF])
+        nxt = wb.emit("gt", wb.emit("sub", mid, lo, name="t"), Const(1, I64), name="more")
+        wbody = wb.body([mid] + w_st3 + list(rr) + [nxt])
+        lout = fb.while_loop([w_hi] + w_st + w_ca + w_cf + [w_cond], [hi] + stores + CA + CF + [cond0],
+                             w_cond, wbody)
+        hi_out = lout[0]
+        st_out = lout[1:1 + len(stores)]
+        cts = lout[1 + len(stores):1 + len(stores) + len(CA) + len(CF)]
+        state = []
+        for x in st_out:
+            _, v = fb.emit_multi("store_pop", x, name="state")
+            state.append(v)
+        one = fb.emit("eq", fb.emit("sub", hi_out, lo, name="t"), Const(1, I64), name="one")
+        then = _step(ctx, fb.child(), seg, state, lo, Fm, cts)
+        else_ = Body((), tuple(cts))
+        res = fb.if_(one, then, else_, names=[x.name for x in CA + CF])
+        params = tuple([lo, hi, s] + P + F + CA + CF)
+        donated = tuple((params.index(x), j) for j, x in enumerate(CA + CF)
+                        if isinstance(x.type, TensorType) and x.type.ndim > 0)
+        ctx.new_funcs.append(Func(name, params, fb.body(list(res)), tuple(rets), seg.st.loc, donated=donated))
+    finally:
+        ctx.varied, ctx.supply, ctx.fparams = saved
+    return name
+
+
+def _renamed(ctx, e: Loop, state, index_value, Fm) -> Body:
+    mapping = dict(zip(e.params, state))
+    mapping.update(Fm)
+    if isinstance(e.form, ForForm):
+        mapping[e.form.index] = index_value
+    return rename_body(e.body, ctx.supply, mapping)
+
+
+def _advance(ctx, b, e: Loop, state, lo, m, Fm):
+    """The state `m` iterations after `state` (at iteration `lo`): a primal loop."""
+    ab = b.child()
+    j = ab.fresh("j", I64)
+    ps = [ab.fresh(p.name, p.type) for p in e.params]
+    i = ab.emit("add", lo, j, name=e.form.index.name) if isinstance(e.form, ForForm) else None
+    body = recomputed(_renamed(ctx, e, ps, i, Fm))
+    ab.stmts.extend(body.stmts)
+    return b.for_loop(ps, state, j, m, ab.body(list(body.result)))
+
+
+def _step(ctx, sb, seg: _Seg, state, lo, Fm, cts) -> Body:
+    """One iteration (number `lo`, from `state`) reversed: its forward sweep
+    re-executed, then its return sweep; the body returning the new adjoints."""
+    e = seg.st.exp
+    body = recomputed(_renamed(ctx, e, state, lo, Fm))
+    ca, cf = cts[:len(seg.act)], cts[len(seg.act):]
+    ctx.varied = {state[i] for i in seg.act} | {Fm[v] for v in seg.fvs}
+    mark_body(body, ctx.varied)
+    tapes = fwd_body(ctx, sb, body)
+    inner = Adjoints(sb, ctx.varied)
+    for v, c in zip(seg.fvs, cf):
+        inner.m[Fm[v]] = c
+    for i, c in zip(seg.act, ca):
+        r = body.result[i]
+        if isinstance(r, Var) and r in ctx.varied:
+            inner.add(r, c)
+    rev_body(ctx, sb, body, inner, tapes)
+    out = [inner.get_or_zero(state[i], sb) for i in seg.act] + [inner.get_or_zero(Fm[v], sb) for v in seg.fvs]
+    return sb.body(out)
