@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import PullbackError, short_repr
+from .errors import PullbackError, call_site, short_repr
 
 
 class Strategy:
@@ -62,7 +62,7 @@ class Joint(Strategy):
         return "pb.Joint()"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Binomial(Strategy):
     """`checkpoint=pb.Binomial(snapshots=s)`: Griewank's binomial schedule for each loop.
 
@@ -75,11 +75,13 @@ class Binomial(Strategy):
 
     loops = True
 
-    def __post_init__(self):
+    def __init__(self, snapshots: int):
+        # a hand-written __init__, so that errors point at the user's line (not dataclass's <string>)
+        object.__setattr__(self, "snapshots", snapshots)
         s = self.snapshots
         if isinstance(s, bool) or not isinstance(s, int) or s < 1:
             raise PullbackError(f"pb.Binomial(snapshots={short_repr(s)}): snapshots must be an int >= 1",
-                                hint="the state at the start of the loop is one snapshot: "
+                                loc=call_site(), hint="the state at the start of the loop is one snapshot: "
                                      "snapshots=1 recomputes from it alone (quadratic time)")
 
     def __repr__(self):
@@ -97,7 +99,7 @@ class Bisection(Strategy):
         return "pb.Bisection()"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Budget(Strategy):
     """`checkpoint=pb.Budget(bytes=B)`: each loop keeps at most B bytes of
     snapshots of its state (the binomial schedule with B // state-bytes
@@ -107,11 +109,12 @@ class Budget(Strategy):
 
     loops = True
 
-    def __post_init__(self):
+    def __init__(self, bytes: int):
+        object.__setattr__(self, "bytes", bytes)
         b = self.bytes
         if isinstance(b, bool) or not isinstance(b, int) or b < 1:
             raise PullbackError(f"pb.Budget(bytes={short_repr(b)}): bytes must be a positive int",
-                                hint="e.g. pb.Budget(bytes=64 * 2**20) for 64 MiB")
+                                loc=call_site(), hint="e.g. pb.Budget(bytes=64 * 2**20) for 64 MiB")
 
     def __repr__(self):
         return f"pb.Budget(bytes={self.bytes})"
