@@ -236,6 +236,8 @@ CASES: dict[str, list[Case]] = {
     "argmax": [Case((F(3, 4),), {"axis": 0}), Case((F(3, 4),), {"axis": 1}), Case((F(5),), {"axis": 0})],
     "argmin": [Case((F(3, 4),), {"axis": 0}), Case((F(3, 4),), {"axis": 1}), Case((F(5),), {"axis": 0})],
     "argsort": [Case((F(3, 4),)), Case((F(5),)), Case((I([3, 1, 3, 0]),))],
+    "revolve_split": [Case((I(t), I(s)), ref=lambda t, s, m=m: np.int64(m))
+                      for t, s, m in [(1, 3, 0), (2, 1, 1), (9, 1, 8), (10, 3, 4), (7, 2, 4), (20, 3, 10)]],
     "stop_gradient": [Case((F(3),)), Case((F(),))],
     # shapes
     "reshape": [Case((F(2, 3),), {"shape": (3, 2)}), Case((F(6),), {"shape": (2, 1, 3)}),
