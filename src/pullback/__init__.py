@@ -17,7 +17,7 @@ from .api import (
     value_and_grad,
     vjp,
 )
-from .checkpointing import Binomial, Bisection, Budget, Joint, Store
+from .checkpointing import Binomial, Bisection, Budget, Joint, Online, Store, StripMine
 from .lax import stop_gradient
 from .errors import (
     IndexOutOfBoundsError,

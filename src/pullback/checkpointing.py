@@ -20,8 +20,15 @@ snapshots instead of saving every iteration (`passes/vjp/checkpoint.py`):
 - `Binomial(snapshots=s)`: Griewank's binomial schedule (Revolve), the least
   number of forward steps for s snapshots;
 - `Bisection()`: split every range in halves: O(log t) snapshots, O(t log t) time;
-- `Budget(bytes=B)`: the binomial schedule with as many snapshots of the
-  loop's state as fit in B bytes (per loop).
+- `StripMine(levels=k)`: Futhark's strip-mining: k levels of chunks, about
+  k * t**(1/k) snapshots and k + 1 executions of each iteration;
+- `Online(snapshots=s)`: for `while` loops: the binomial schedule on the trip
+  count the forward sweep counted (it runs the loop anyway, so counting costs
+  nothing and the offline optimum applies);
+- `Budget(bytes=B)` and `"auto"`: store every iteration when that fits in B
+  bytes (a static trip count), else the binomial schedule with as many
+  snapshots of the loop's state as fit in B bytes (per loop); `"auto"` is
+  `Budget` with a quarter of the machine's memory.
 """
 from __future__ import annotations
 
@@ -80,7 +87,7 @@ class Binomial(Strategy):
         object.__setattr__(self, "snapshots", snapshots)
         s = self.snapshots
         if isinstance(s, bool) or not isinstance(s, int) or s < 1:
-            raise PullbackError(f"pb.Binomial(snapshots={short_repr(s)}): snapshots must be an int >= 1",
+            raise PullbackError(f"pb.{type(self).__name__}(snapshots={short_repr(s)}): snapshots must be an int >= 1",
                                 loc=call_site(), hint="the state at the start of the loop is one snapshot: "
                                      "snapshots=1 recomputes from it alone (quadratic time)")
 
@@ -120,6 +127,59 @@ class Budget(Strategy):
         return f"pb.Budget(bytes={self.bytes})"
 
 
+@dataclass(frozen=True, init=False)
+class StripMine(Strategy):
+    """`checkpoint=pb.StripMine(levels=k)`: each loop's iterations are split
+    into about t**(1/k) chunks, each chunk into as many, k levels deep
+    (Futhark's strip-mining); the last level stores every iteration."""
+
+    levels: int
+
+    loops = True
+
+    def __init__(self, levels: int = 2):
+        object.__setattr__(self, "levels", levels)
+        k = self.levels
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise PullbackError(f"pb.StripMine(levels={short_repr(k)}): levels must be an int >= 1",
+                                loc=call_site(), hint="levels=1 stores every iteration; 2 or 3 are typical")
+
+    def __repr__(self):
+        return f"pb.StripMine(levels={self.levels})"
+
+
+@dataclass(frozen=True, init=False)
+class Online(Binomial):
+    """`checkpoint=pb.Online(snapshots=s)`: for `while` loops of unknown length.
+    pullback's forward sweep runs the loop once and counts its iterations as it
+    goes, so the return sweep knows the trip count and uses the binomial
+    schedule with s snapshots, which is optimal offline (no online schedule
+    does better)."""
+
+    def __repr__(self):
+        return f"pb.Online(snapshots={self.snapshots})"
+
+
+def _auto_budget() -> int:
+    import os
+
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")) // 4
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 1 << 30
+
+
+@dataclass(frozen=True, init=False)
+class Auto(Budget):
+    """`checkpoint="auto"`: `Budget` with a quarter of the machine's memory."""
+
+    def __init__(self):
+        super().__init__(_auto_budget())
+
+    def __repr__(self):
+        return '"auto"'
+
+
 DEFAULT = Store()
 
 
@@ -127,11 +187,13 @@ def parse(value, what: str) -> Strategy:
     """The `Strategy` for a user's `checkpoint=` value."""
     if value is None or (isinstance(value, str) and value == "store"):
         return DEFAULT
+    if isinstance(value, str) and value == "auto":
+        return Auto()
     if isinstance(value, Strategy):
         return value
     if isinstance(value, type) and issubclass(value, Strategy):
         raise PullbackError(f"{what}: checkpoint={value.__name__} is a class; pass an instance",
                             hint=f"write checkpoint=pb.{value.__name__}()")
     raise PullbackError(f"{what}: unknown checkpoint strategy {short_repr(value)}",
-                        hint='use checkpoint="store" (the default), pb.Joint(), pb.Binomial(snapshots=s), '
-                             "pb.Bisection() or pb.Budget(bytes=n)")
+                        hint='use checkpoint="store" (the default), "auto", pb.Joint(), pb.Binomial(snapshots=s), '
+                             "pb.Bisection(), pb.StripMine(levels=k), pb.Online(snapshots=s) or pb.Budget(bytes=n)")

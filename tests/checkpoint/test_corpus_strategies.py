@@ -21,7 +21,7 @@ _spec.loader.exec_module(_load)
 PROGRAMS = _load.load_all()
 IDS = [m.__name__.split(".")[-1] for m in PROGRAMS]
 STRATEGIES = {"bisection": pb.Bisection(), "binomial2": pb.Binomial(snapshots=2),
-              "budget": pb.Budget(bytes=4096)}
+              "budget": pb.Budget(bytes=4096), "strip2": pb.StripMine(levels=2), "online": pb.Online(snapshots=3)}
 
 
 def _bind(m):
@@ -56,7 +56,7 @@ def _check(m, cp, backend):
             np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), rtol=rtol, atol=atol)
 
 
-@pytest.mark.parametrize("strategy", ["bisection", "binomial2"])
+@pytest.mark.parametrize("strategy", ["bisection", "binomial2", "strip2"])
 @pytest.mark.parametrize("m", PROGRAMS, ids=IDS)
 def test_interp(m, strategy):
     _check(m, STRATEGIES[strategy], "interp")

@@ -126,6 +126,37 @@ def test_budget_fits_and_prefers_storing():
     assert roomy.peak_bytes == pb.memory_report(_loop(400), x).peak_bytes  # fits: store every iteration
 
 
+def test_strip_mining_memory_and_recompute():
+    """k levels: about k * t**(1/k) states, each iteration executed k + 2 times at most
+    (the forward sweep, one advance per level above the last, the store-all level's two)."""
+    x = np.linspace(0.1, 1.0, 16)
+    w = x.nbytes
+    for k in (2, 3):
+        for t in (200, 3000):
+            r = pb.memory_report(_loop(t), x, checkpoint=pb.StripMine(levels=k))
+            assert r.peak_bytes <= 2 * k * math.ceil(t ** (1 / k)) * w, (k, t, r)
+            assert r.recompute_factor <= k + 2, (k, t, r)
+
+
+def test_online_is_the_binomial_schedule_on_the_counted_trips():
+    def f(x):
+        s = x
+        while s[0] < 50.0:
+            s = s * 1.01 + np.sin(s) * 0.1 + 0.05
+        return np.sum(s)
+    x = np.linspace(0.5, 1.0, 8)
+    r = pb.memory_report(f, x, checkpoint=pb.Online(snapshots=3))
+    assert r.peak_bytes <= 4 * x.nbytes
+    np.testing.assert_allclose(pb.grad(f, checkpoint=pb.Online(snapshots=3), backend="interp")(x),
+                               pb.grad(f, backend="interp")(x), rtol=1e-10)
+
+
+def test_auto_is_a_budget():
+    x = np.linspace(0.1, 1.0, 16)
+    r = pb.memory_report(_loop(100), x, checkpoint="auto")
+    assert r.schedule == '"auto"' and r.peak_bytes == pb.memory_report(_loop(100), x).peak_bytes
+
+
 # -- agreement with "store" ----------------------------------------------------------
 
 def f_for(x):
@@ -189,7 +220,9 @@ CASES = {
     "branch_call": (f_branch_call, (np.linspace(0.2, 0.9, 4),)),
 }
 STRATEGIES = {"bisection": pb.Bisection(), "binomial1": pb.Binomial(snapshots=1),
-              "binomial3": pb.Binomial(snapshots=3), "budget": pb.Budget(bytes=300)}
+              "binomial3": pb.Binomial(snapshots=3), "budget": pb.Budget(bytes=300),
+              "strip2": pb.StripMine(levels=2), "strip3": pb.StripMine(levels=3),
+              "online": pb.Online(snapshots=2), "auto": "auto"}
 
 
 def _agree(f, args, cp, backend):
@@ -247,7 +280,9 @@ def test_cheap_gradient_under_bisection():
 
 @pytest.mark.parametrize("bad, msg", [(lambda: pb.Binomial(snapshots=0), "snapshots must be an int >= 1"),
                                       (lambda: pb.Binomial(snapshots=2.5), "snapshots must be an int >= 1"),
-                                      (lambda: pb.Budget(bytes=-3), "bytes must be a positive int")])
+                                      (lambda: pb.Budget(bytes=-3), "bytes must be a positive int"),
+                                      (lambda: pb.StripMine(levels=0), "levels must be an int >= 1"),
+                                      (lambda: pb.Online(snapshots=None), r"pb.Online\(snapshots=None\)")])
 def test_bad_strategy_arguments(bad, msg):
     with pytest.raises(pb.PullbackError, match=msg) as ei:
         bad()

@@ -33,10 +33,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import PullbackError
-from ...ir.core import Body, Const, ForForm, Func, Loop, Var, WhileForm
+from ...ir.core import Body, Const, ForForm, Func, Let, Loop, Var, WhileForm
 from ...ir.names import NameSupply
 from ...ir.traverse import free_vars, rename_body
-from ...ir.types import BOOL, I64, StoreType, TensorType
+from ...ir.types import BOOL, F64, I64, StoreType, TensorType
 from .._common import differentiable
 from ..activity import mark_body
 from .adjoints import Adjoints
@@ -55,23 +55,33 @@ def eligible(ctx, st) -> bool:
     bound = set(e.params) | ({e.form.index} if isinstance(e.form, ForForm) else set())
     if any(isinstance(v.type, StoreType) for v in list(e.params) + list(free_vars(e.body) - bound)):
         return False
-    return snapshots(ctx, st) is not None
+    return schedule(ctx, st) is not None
 
 
 def state_bytes(e: Loop) -> int:
     return sum(p.type.nbytes for p in e.params)
 
 
-def snapshots(ctx, st) -> int | None:
-    """The snapshot count of the binomial schedule for loop `st` (0: bisection;
-    None: store every iteration, the budget allows it)."""
-    from ...checkpointing import Binomial, Bisection, Budget
+def schedule(ctx, st):
+    """The schedule of loop `st`: ("bisection", 0), ("binomial", snapshots),
+    ("strip", levels), or None (store every iteration: the budget allows it)."""
+    from ...checkpointing import Binomial, Bisection, StripMine
 
     s = ctx.strategy
     if isinstance(s, Bisection):
-        return 0
+        return ("bisection", 0)
     if isinstance(s, Binomial):
-        return s.snapshots
+        return ("binomial", s.snapshots)
+    if isinstance(s, StripMine):
+        return ("strip", s.levels) if s.levels > 1 else None
+    n = _budget_snapshots(ctx, st)
+    return None if n is None else ("binomial", n)
+
+
+def _budget_snapshots(ctx, st) -> int | None:
+    from ...checkpointing import Budget
+
+    s = ctx.strategy
     if isinstance(s, Budget):
         e = st.exp
         w = state_bytes(e)
@@ -109,7 +119,7 @@ class _Seg:
     act: list
     free: list
     fvs: list
-    binomial: bool
+    kind: str               # "bisection", "binomial" or "strip"
 
 
 def rev(ctx, b, st, adj, tape: CheckpointTape) -> None:
@@ -121,8 +131,8 @@ def rev(ctx, b, st, adj, tape: CheckpointTape) -> None:
     bound = set(e.params) | ({e.form.index} if isinstance(e.form, ForForm) else set())
     free = sorted(free_vars(e.body) - bound, key=lambda v: v.name)
     fvs = [v for v in free if v in ctx.varied and differentiable(v.type)]
-    s0 = snapshots(ctx, st)
-    seg = _Seg(st, act, free, fvs, binomial=s0 > 0)
+    kind, s0 = schedule(ctx, st)
+    seg = _Seg(st, act, free, fvs, kind)
     fname = _build(ctx, seg)
     ca = [adj.get(outs[i]) if adj.get(outs[i]) is not None else adj.get_or_zero(outs[i]) for i in act]
     cf = [adj.get_or_zero(v) for v in fvs]
@@ -137,8 +147,27 @@ def rev(ctx, b, st, adj, tape: CheckpointTape) -> None:
             adj.add(e.init[i], res[j])
 
 
+@dataclass
+class _Sig:
+    """The parameters of a segment function being built (module docstring)."""
+    name: str
+    lo: Var
+    hi: Var
+    s: Var          # snapshots left (binomial), levels left (strip-mining), unused (bisection)
+    P: list         # the state at `lo`
+    F: list         # the body's free variables
+    Fm: dict        # free variable of the loop -> its parameter here
+    CA: list        # adjoints of the active state after iteration hi - 1
+    CF: list        # adjoints of the varied free variables so far
+
+    @property
+    def rets(self):
+        return [x.type for x in self.CA + self.CF]
+
+
 def _build(ctx, seg: _Seg) -> str:
-    """Build the segment function of `seg` (see the module docstring); its name."""
+    """Build the segment function of `seg`; its name. `body(ctx, fb, seg, sig)`
+    emits the body into builder `fb` and returns its results."""
     from ...ir.builder import Builder
 
     ctx.seg_count += 1
@@ -148,64 +177,153 @@ def _build(ctx, seg: _Seg) -> str:
     try:
         ctx.supply = NameSupply({v.name for v in e.params} | {v.name for v in seg.free})
         fb = Builder(ctx.supply)
-        lo, hi, s = fb.fresh("lo", I64), fb.fresh("hi", I64), fb.fresh("snaps", I64)
-        P = [fb.fresh(p.name, p.type) for p in e.params]
+        lo, hi = fb.fresh("lo", I64), fb.fresh("hi", I64)
+        s = fb.fresh("levels" if seg.kind == "strip" else "snaps", I64)
         F = [fb.fresh(v.name, v.type) for v in seg.free]
-        Fm = dict(zip(seg.free, F))
-        CA = [fb.fresh(f"{e.params[i].name}_adj", e.params[i].type) for i in seg.act]
-        CF = [fb.fresh(f"{v.name}_adj", v.type) for v in seg.fvs]
-        rets = [x.type for x in CA + CF]
-        # the snapshot: the state at `lo`, held in stores while the segment runs
-        stores = []
-        for p in P:
-            s0 = fb.emit("store_new", elem=p.type, name="snapshot")
-            stores.append(fb.emit("store_push", s0, p, name="snapshot"))
-        cond0 = fb.emit("gt", fb.emit("sub", hi, lo, name="t"), Const(1, I64), name="more")
-        wb = fb.child()
-        w_hi = wb.fresh("hi", I64)
-        w_st = [wb.fresh("snapshot", x.type) for x in stores]
-        w_ca = [wb.fresh(x.name, x.type) for x in CA]
-        w_cf = [wb.fresh(x.name, x.type) for x in CF]
-        w_cond = wb.fresh("more", BOOL)
-        popped, w_st2 = [], []
-        for x in w_st:
-            x2, v = wb.emit_multi("store_pop", x, name="state")
-            popped.append(v)
-            w_st2.append(x2)
-        t = wb.emit("sub", w_hi, lo, name="t")
-        if seg.binomial:
-            m = wb.emit("revolve_split", t, s, name="m")
-            s_right = wb.emit("sub", s, Const(1, I64), name="snaps")
-        else:
-            m = wb.emit("floordiv", t, Const(2, I64), name="m")
-            s_right = s
-        mid = wb.emit("add", lo, m, name="mid")
-        smid = _advance(ctx, wb, e, popped, lo, m, Fm)
-        w_st3 = [wb.emit("store_push", x, v, name="snapshot") for x, v in zip(w_st2, popped)]
-        rr = wb.apply(name, [mid, w_hi, s_right] + list(smid) + F + w_ca + w_cf, rets,
-                      names=[x.name for x in CA + CF])
-        nxt = wb.emit("gt", wb.emit("sub", mid, lo, name="t"), Const(1, I64), name="more")
-        wbody = wb.body([mid] + w_st3 + list(rr) + [nxt])
-        lout = fb.while_loop([w_hi] + w_st + w_ca + w_cf + [w_cond], [hi] + stores + CA + CF + [cond0],
-                             w_cond, wbody)
-        hi_out = lout[0]
-        st_out = lout[1:1 + len(stores)]
-        cts = lout[1 + len(stores):1 + len(stores) + len(CA) + len(CF)]
-        state = []
-        for x in st_out:
-            _, v = fb.emit_multi("store_pop", x, name="state")
-            state.append(v)
-        one = fb.emit("eq", fb.emit("sub", hi_out, lo, name="t"), Const(1, I64), name="one")
-        then = _step(ctx, fb.child(), seg, state, lo, Fm, cts)
-        else_ = Body((), tuple(cts))
-        res = fb.if_(one, then, else_, names=[x.name for x in CA + CF])
-        params = tuple([lo, hi, s] + P + F + CA + CF)
-        donated = tuple((params.index(x), j) for j, x in enumerate(CA + CF)
+        sig = _Sig(name, lo, hi, s, [fb.fresh(p.name, p.type) for p in e.params], F, dict(zip(seg.free, F)),
+                   [fb.fresh(f"{e.params[i].name}_adj", e.params[i].type) for i in seg.act],
+                   [fb.fresh(f"{v.name}_adj", v.type) for v in seg.fvs])
+        res = (_strip_body if seg.kind == "strip" else _split_body)(ctx, fb, seg, sig)
+        params = tuple([lo, hi, s] + sig.P + F + sig.CA + sig.CF)
+        donated = tuple((params.index(x), j) for j, x in enumerate(sig.CA + sig.CF)
                         if isinstance(x.type, TensorType) and x.type.ndim > 0)
-        ctx.new_funcs.append(Func(name, params, fb.body(list(res)), tuple(rets), seg.st.loc, donated=donated))
+        ctx.new_funcs.append(Func(name, params, fb.body(list(res)), tuple(sig.rets), seg.st.loc, donated=donated))
     finally:
         ctx.varied, ctx.supply, ctx.fparams = saved
     return name
+
+
+def _split_body(ctx, fb, seg: _Seg, sig: _Sig):
+    """Bisection and the binomial schedule: advance, reverse the upper part by a
+    recursive call, continue with the lower part; one iteration is `_step`."""
+    e = seg.st.exp
+    name, lo, hi, s, P, F, Fm, CA, CF, rets = (sig.name, sig.lo, sig.hi, sig.s, sig.P, sig.F, sig.Fm,
+                                                sig.CA, sig.CF, sig.rets)
+    # the snapshot: the state at `lo`, held in stores while the segment runs
+    stores = []
+    for p in P:
+        s0 = fb.emit("store_new", elem=p.type, name="snapshot")
+        stores.append(fb.emit("store_push", s0, p, name="snapshot"))
+    cond0 = fb.emit("gt", fb.emit("sub", hi, lo, name="t"), Const(1, I64), name="more")
+    wb = fb.child()
+    w_hi = wb.fresh("hi", I64)
+    w_st = [wb.fresh("snapshot", x.type) for x in stores]
+    w_ca = [wb.fresh(x.name, x.type) for x in CA]
+    w_cf = [wb.fresh(x.name, x.type) for x in CF]
+    w_cond = wb.fresh("more", BOOL)
+    popped, w_st2 = [], []
+    for x in w_st:
+        x2, v = wb.emit_multi("store_pop", x, name="state")
+        popped.append(v)
+        w_st2.append(x2)
+    t = wb.emit("sub", w_hi, lo, name="t")
+    if seg.kind == "binomial":
+        m = wb.emit("revolve_split", t, s, name="m")
+        s_right = wb.emit("sub", s, Const(1, I64), name="snaps")
+    else:
+        m = wb.emit("floordiv", t, Const(2, I64), name="m")
+        s_right = s
+    mid = wb.emit("add", lo, m, name="mid")
+    smid = _advance(ctx, wb, e, popped, lo, m, Fm)
+    w_st3 = [wb.emit("store_push", x, v, name="snapshot") for x, v in zip(w_st2, popped)]
+    rr = wb.apply(name, [mid, w_hi, s_right] + list(smid) + F + w_ca + w_cf, rets,
+                  names=[x.name for x in CA + CF])
+    nxt = wb.emit("gt", wb.emit("sub", mid, lo, name="t"), Const(1, I64), name="more")
+    wbody = wb.body([mid] + w_st3 + list(rr) + [nxt])
+    lout = fb.while_loop([w_hi] + w_st + w_ca + w_cf + [w_cond], [hi] + stores + CA + CF + [cond0],
+                         w_cond, wbody)
+    hi_out = lout[0]
+    st_out = lout[1:1 + len(stores)]
+    cts = lout[1 + len(stores):1 + len(stores) + len(CA) + len(CF)]
+    state = []
+    for x in st_out:
+        _, v = fb.emit_multi("store_pop", x, name="state")
+        state.append(v)
+    one = fb.emit("eq", fb.emit("sub", hi_out, lo, name="t"), Const(1, I64), name="one")
+    then = _step(ctx, fb.child(), seg, state, lo, Fm, cts)
+    else_ = Body((), tuple(cts))
+    res = fb.if_(one, then, else_, names=[x.name for x in CA + CF])
+    return res
+
+
+def _strip_body(ctx, fb, seg: _Seg, sig: _Sig):
+    """Strip-mining with `levels` levels left: at the last level, the store-all
+    reversal of the range; above it, one advance over the range pushing the state
+    at the start of each of about t**(1/levels) chunks, then the chunks reversed
+    last to first by recursive calls one level down."""
+    e = seg.st.exp
+    lo, hi, lv, P, F, Fm, CA, CF = sig.lo, sig.hi, sig.s, sig.P, sig.F, sig.Fm, sig.CA, sig.CF
+    t = fb.emit("sub", hi, lo, name="t")
+    last = fb.emit("le", lv, Const(1, I64), name="last_level")
+    base = _store_range(ctx, fb.child(), seg, P, lo, t, Fm, CA + CF)
+    ob = fb.child()
+    # chunks: about t ** (1 / levels) of them, of c iterations (the last may be shorter)
+    tf = ob.emit("cast", t, dtype="f64", name="tf")
+    inv = ob.emit("div", Const(1.0, F64), ob.emit("cast", lv, dtype="f64", name="lf"), name="inv")
+    nch0 = ob.emit("cast", ob.emit("ceil", ob.emit("pow", tf, inv, name="r"), name="r"), dtype="i64", name="n")
+    nch0 = ob.emit("maximum", nch0, Const(1, I64), name="n")
+    c = ob.emit("floordiv", ob.emit("sub", ob.emit("add", t, nch0, name="u"), Const(1, I64), name="u"), nch0,
+                name="chunk")
+    c = ob.emit("maximum", c, Const(1, I64), name="chunk")
+    nch = ob.emit("floordiv", ob.emit("sub", ob.emit("add", t, c, name="u"), Const(1, I64), name="u"), c,
+                  name="chunks")
+    # forward: push each chunk's starting state, advance over the chunk
+    stores = [ob.emit("store_new", elem=p.type, name="snapshots") for p in P]
+    kb = ob.child()
+    k = kb.fresh("k", I64)
+    ks = [kb.fresh("snapshots", x.type) for x in stores]
+    kp = [kb.fresh(p.name, p.type) for p in P]
+    ks2 = [kb.emit("store_push", x, v, name="snapshots") for x, v in zip(ks, kp)]
+    start = kb.emit("add", lo, kb.emit("mul", k, c, name="off"), name="start")
+    n = kb.emit("minimum", c, kb.emit("sub", hi, start, name="left"), name="n")
+    adv = _advance(ctx, kb, e, kp, start, n, Fm)
+    fwd_out = ob.for_loop(ks + kp, stores + P, k, nch, kb.body(ks2 + list(adv)))
+    # reverse: chunks last to first, one level down
+    rb = ob.child()
+    kk = rb.fresh("k", I64)
+    rs = [rb.fresh("snapshots", x.type) for x in stores]
+    rc = [rb.fresh(x.name, x.type) for x in CA + CF]
+    j = rb.emit("sub", rb.emit("sub", nch, Const(1, I64), name="last"), kk, name="j")
+    popped, rs2 = [], []
+    for x in rs:
+        x2, v = rb.emit_multi("store_pop", x, name="state")
+        popped.append(v)
+        rs2.append(x2)
+    start = rb.emit("add", lo, rb.emit("mul", j, c, name="off"), name="start")
+    stop = rb.emit("minimum", rb.emit("add", start, c, name="stop"), hi, name="stop")
+    down = rb.emit("sub", lv, Const(1, I64), name="levels")
+    rr = rb.apply(sig.name, [start, stop, down] + popped + F + rc, sig.rets, names=[x.name for x in CA + CF])
+    rev_out = ob.for_loop(rs + rc, list(fwd_out[:len(stores)]) + CA + CF, kk, nch, rb.body(rs2 + list(rr)))
+    above = ob.body(list(rev_out[len(stores):]))
+    return fb.if_(last, base, above, names=[x.name for x in CA + CF])
+
+
+def _store_range(ctx, sb, seg: _Seg, state, lo, t, Fm, cts) -> Body:
+    """Iterations lo .. lo + t - 1 from `state`, reversed by the store-all rule
+    (`loop.fwd_store`/`rev_store`); the body returning the new adjoints."""
+    from .loop import fwd_store, rev_store
+
+    e = seg.st.exp
+    j = sb.fresh("j", I64)
+    ps = [sb.fresh(p.name, p.type) for p in e.params]
+    ib = sb.child()
+    i = ib.emit("add", lo, j, name=e.form.index.name) if isinstance(e.form, ForForm) else None
+    body = recomputed(_renamed(ctx, e, ps, i, Fm))
+    ib.stmts.extend(body.stmts)
+    outs = tuple(sb.fresh(p.name, p.type) for p in e.params)
+    st = Let(outs, Loop(tuple(ps), tuple(state), ForForm(j, t), ib.body(list(body.result))), seg.st.loc)
+    ca, cf = cts[:len(seg.act)], cts[len(seg.act):]
+    ctx.varied = {state[i] for i in seg.act} | {Fm[v] for v in seg.fvs}
+    mark_body(Body((st,), ()), ctx.varied)
+    tape = fwd_store(ctx, sb, st)
+    adj = Adjoints(sb, ctx.varied)
+    for v, c in zip(seg.fvs, cf):
+        adj.m[Fm[v]] = c
+    for i, c in zip(seg.act, ca):
+        adj.m[outs[i]] = c
+    rev_store(ctx, sb, st, adj, tape)
+    out = [adj.get_or_zero(state[i], sb) for i in seg.act] + [adj.get_or_zero(Fm[v], sb) for v in seg.fvs]
+    return sb.body(out)
 
 
 def _renamed(ctx, e: Loop, state, index_value, Fm) -> Body:

@@ -18,9 +18,9 @@ Contract (note [loop-reversal] in docs/design.md):
   parameters and of the free variables the body reads are carried. Saved
   values the return sweep never reads are then dropped from both loops (TBR).
 
-`LoopTape` is the interface later checkpointing strategies implement: any
-strategy that can bring back the state at the start of iteration i (by
-storing, recomputing, or both) plugs in here.
+`fwd_store`/`rev_store` are the store-all reversal; `fwd`/`rev` hand a loop
+to `checkpoint.py` instead when the strategy checkpoints loops (note
+[loop-checkpointing]), whose strip-mining base case uses the store-all pair.
 """
 from __future__ import annotations
 
@@ -193,6 +193,11 @@ def fwd(ctx, b, st):
 
     if checkpoint.eligible(ctx, st):
         return checkpoint.fwd(ctx, b, st)
+    return fwd_store(ctx, b, st)
+
+
+def fwd_store(ctx, b, st) -> LoopTape:
+    """The store-all forward sweep (every iteration saves its state)."""
     e = st.exp
     schains = _store_chains(st, e.body, e.params)
     chains = _update_chains(e.body, e.params)
@@ -350,6 +355,11 @@ def rev(ctx, b, st, adj, tape) -> None:
 
     if isinstance(tape, checkpoint.CheckpointTape):
         return checkpoint.rev(ctx, b, st, adj, tape)
+    rev_store(ctx, b, st, adj, tape)
+
+
+def rev_store(ctx, b, st, adj, tape: LoopTape) -> None:
+    """The store-all return sweep, for the tape of `fwd_store`."""
     e = st.exp
     npar = len(e.params)
     outs = st.pat[:npar]
