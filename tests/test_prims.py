@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
+import scipy.special as sp
 
 from pullback.ir.builder import Builder
 from pullback.ir.core import Const, Func, Prog, Var
@@ -265,6 +266,16 @@ CASES: dict[str, list[Case]] = {
     "matmul": [Case((F(3, 4), F(4, 2))), Case((F(4), F(4, 2))), Case((F(3, 4), F(4))), Case((F(4), F(4)))],
     "solve": [Case((Arg("f64", (3, 3), value=WELL), F(3))), Case((Arg("f64", (3, 3), value=WELL), F(3, 2)))],
     "slogdet": [Case((Arg("f64", (3, 3), value=WELL),)), Case((Arg("f64", (3, 3), value=-WELL),))],
+    # special functions (ir/prims/special.py); references are SciPy's
+    "erf": unary_cases(ref=lambda x: sp.erf(x)),
+    "erfc": unary_cases(ref=lambda x: sp.erfc(x)),
+    "erfinv": unary_cases(lambda *s: F(*s, lo=-0.8, hi=0.8), ref=lambda x: sp.erfinv(x)),
+    "gammaln": unary_cases(lambda *s: F(*s, lo=0.3, hi=4.0), ref=lambda x: sp.gammaln(x))
+    + [Case((F(3, lo=-2.9, hi=-2.1),), ref=lambda x: sp.gammaln(x))],
+    "gamma": unary_cases(lambda *s: F(*s, lo=0.3, hi=3.0), ref=lambda x: sp.gamma(x)),
+    "log_ndtr": unary_cases(lambda *s: F(*s, lo=-5.0, hi=3.0), ref=lambda x: sp.log_ndtr(x)),
+    "polygamma": [Case((F(*s, lo=0.5, hi=3.0),), {"n": n}, rtol=1e-5, ref=lambda x, n: sp.polygamma(n, x))
+                  for n, s in ((0, ()), (0, (2, 3)), (1, (3,)), (2, (3,)), (3, ()))],
     # stores: whole programs (push two values, pop them)
     "store_new": STORE_CASES,
     "store_push": STORE_CASES,
@@ -347,9 +358,21 @@ def build(name, case, rng):
     return Prog((f,), "f"), vals, all_vals
 
 
+def _callback_key():
+    from pullback.ir.prims import callback
+    from pullback.pytree import flatten
+
+    return callback.register(np.sin, flatten(((0.0,), {}))[1], flatten(0.0)[1])
+
+
+# the callback row (pb.pure_callback) is opaque: no derivative rules to check (tests/test_pure_callback.py)
+CASES["callback"] = [Case((F(3),), {"key": _callback_key(), "outs": (TensorType("f64", (3,)),)},
+                          ref=lambda x, key, outs: np.sin(x))]
+OPAQUE = {"callback"}
+
 ALL_CASES = [(n, i) for n in TABLE.rows for i in range(len(CASES.get(n, ())))]
 IDS = [f"{n}-{i}" for n, i in ALL_CASES]
-DIFF_CASES = [(n, i) for n, i in ALL_CASES if not TABLE.get(n).zero_deriv]
+DIFF_CASES = [(n, i) for n, i in ALL_CASES if not TABLE.get(n).zero_deriv and n not in OPAQUE]
 DIFF_IDS = [f"{n}-{i}" for n, i in DIFF_CASES]
 
 

@@ -18,6 +18,7 @@ from .api import (
     vjp,
 )
 from .checkpointing import Binomial, Bisection, Budget, Joint, Online, Store, StripMine
+from .custom import ShapeDtypeStruct, custom_jvp, custom_vjp, pure_callback
 from .lax import stop_gradient
 from .errors import (
     IndexOutOfBoundsError,

@@ -329,8 +329,9 @@ def _cached(fun, key, make):
     with jit, values a function reads from globals or closures are fixed when
     it is staged. Only plain functions and pullback's own callables cache: a
     bound method shares its function's `__dict__` with every instance, and
-    other callables' `__dict__` belongs to the user. Lock-free when warm."""
-    if not isinstance(fun, (types.FunctionType, _Boundary)):
+    other callables' `__dict__` belongs to the user (pullback's own callable
+    classes opt in with `__pullback_cacheable__`: `pb.custom_jvp` objects). Lock-free when warm."""
+    if not isinstance(fun, (types.FunctionType, _Boundary)) and not getattr(type(fun), "__pullback_cacheable__", False):
         return make()
     per_fun = fun.__dict__
     cache = per_fun.get("__pullback_transforms__")
@@ -495,19 +496,28 @@ def derivative_source(fun, *args, mode: str = "rev", argnums=None, checkpoint="s
     """
     from .backends.pysource import emit_prog
     from .frontend import stage
-    from .ir.traverse import prune_prog
-    from .passes.jvp import jvp_prog
-    from .passes.vjp import vjp_prog
 
     _check_callable(fun, "derivative_source")
     if mode not in ("rev", "fwd"):
         raise PullbackError(f"mode must be 'rev' or 'fwd', got {short_repr(mode)}",
                             hint="mode='rev' shows the vjp, mode='fwd' the jvp")
     cp = checkpointing.parse(checkpoint, "derivative_source")
-    st = stage(fun, args)
-    prog, name = vjp_prog(st.prog, checkpoint=cp) if mode == "rev" else jvp_prog(st.prog)
-    prog = prune_prog(prog.with_funcs(prog.funcs, entry=name))
-    return emit_prog(prog)
+    return emit_prog(derived_prog(stage(fun, args).prog, mode, cp))
+
+
+def derived_prog(prog, mode: str, cp=None):
+    """The derivative program (`mode` "rev": the vjp, "fwd": the jvp) of a staged
+    program, pruned to what its entry uses, as `derivative_source` and the CLI's
+    ``--ir`` show it: custom functions (note [custom-rules]) call their rules."""
+    from .ir.traverse import prune_prog
+    from .passes.jvp import jvp_prog
+    from .passes.vjp import vjp_prog
+    from .passes.vjp.custom import opaque
+
+    base = opaque(prog)  # custom functions: their rules are called, their bodies not read
+    out, name = vjp_prog(base, checkpoint=cp) if mode == "rev" else jvp_prog(base)
+    real = {f.name: f for f in prog.funcs}
+    return prune_prog(out.with_funcs([real.get(f.name, f) for f in out.funcs], entry=name))
 
 
 @dataclass

@@ -165,13 +165,11 @@ def _source(ns) -> int:
     args = _eval_args(ns.args)
     try:
         if ns.ir:
+            from pullback.api import derived_prog
             from pullback.frontend import stage
             from pullback.ir.printer import print_prog
-            from pullback.passes.jvp import jvp_prog
-            from pullback.passes.vjp import vjp_prog
 
-            prog, _ = (vjp_prog if ns.mode == "rev" else jvp_prog)(stage(fn, args).prog)
-            print(print_prog(prog))
+            print(print_prog(derived_prog(stage(fn, args).prog, ns.mode)))
         else:
             print(pb.derivative_source(fn, *args, mode=ns.mode))
     except PullbackError as e:

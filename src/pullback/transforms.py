@@ -15,7 +15,8 @@ from .ir.core import Const, Prog
 from .ir.types import I64, TensorType
 from .passes.jvp import jvp_prog
 from .passes.vjp import vjp_prog
-from .pytree import TreeDef
+from .passes.vjp.custom import opaque
+from .pytree import TreeDef, unflatten
 
 def _derive(ctx, kind: str, fname: str, checkpoint=None) -> str:
     """The derived function (`kind` "vjp" or "jvp") of `fname`; reverse mode under the
@@ -26,7 +27,8 @@ def _derive(ctx, kind: str, fname: str, checkpoint=None) -> str:
     checkpoint = checkpoint or DEFAULT
     key = (kind, fname, checkpoint if kind == "vjp" else None)
     if key not in memo:
-        prog = Prog(tuple(ctx.funcs()), fname)
+        # the passes call custom functions' rules and never read their bodies (note [custom-rules])
+        prog = opaque(Prog(tuple(ctx.funcs()), fname))
         if kind == "vjp":
             new, name = vjp_prog(prog, fname, fresh=ctx.fresh_func_name, checkpoint=checkpoint)
         else:
@@ -181,7 +183,11 @@ def _zero_tangent(ctx, primal):
 
 
 class VjpFn:
-    """The pullback returned by `pb.vjp` inside staged code: `vjp_fn(ct) -> tuple of cotangents`."""
+    """The pullback returned by `pb.vjp` inside staged code: `vjp_fn(ct) -> tuple of cotangents`.
+
+    The cotangent of an integer or boolean primal is None (JAX returns float0 zeros; NumPy
+    has no float0). `ct` may hold None for integer or boolean outputs (JAX wants float0
+    there) and for float outputs, where it means a zero cotangent (note [custom-rules])."""
 
     def __init__(self, vname, leaves, in_tree, out_tree, ret_types, traced=None):
         from .frontend.values import Traced
@@ -200,16 +206,28 @@ class VjpFn:
         return VjpFn(self.vname, [v.atom for v in vals], self.in_tree, self.out_tree, self.ret_types, vals)
 
     def __pullback_stage__(self, ctx, args, kwargs):
+        from .frontend.values import Traced
+
         if len(args) != 1:
             raise PullbackError("vjp_fn takes one cotangent (with the structure of the output)", loc=_where(ctx),
                                 hint="call vjp_fn(ct) with one value shaped like the output")
-        cts, ct_tree = ctx.to_atoms(args[0])
-        if ct_tree != self.out_tree:
+        from .custom import leaves_for
+        from .frontend.values import to_atom
+
+        # None: no cotangent (integer/boolean outputs) or a zero one (float outputs), as JAX's float0
+        leaves = leaves_for(args[0], self.out_tree, allow_none=True)
+        if leaves is None:
+            _, ct_tree = ctx.to_atoms(args[0])
             raise PullbackError(f"vjp_fn: cotangent structure {ct_tree} differs from output structure {self.out_tree}",
-                                loc=_where(ctx), hint="the cotangent has the structure of the output")
+                                loc=_where(ctx), hint="the cotangent has the structure of the output "
+                                                      "(None for an integer or boolean output, or for a zero)")
         ct_args = []
-        for c, t in zip(cts, self.ret_types):
+        for x, t in zip(leaves, self.ret_types):
             if t.is_float:
+                if x is None:
+                    ct_args.append(ctx.builder.zeros(t, name="cotangent"))
+                    continue
+                c = to_atom(ctx.builder, x)
                 if tuple(c.type.shape) != tuple(t.shape):
                     raise PullbackError(f"vjp_fn: cotangent shape {c.type.shape} differs from output shape {t.shape}",
                                         loc=_where(ctx), hint="the cotangent has the shape of the output")
@@ -220,9 +238,9 @@ class VjpFn:
         outs = ctx.apply(self.vname, list(self.leaves) + ct_args,
                          list(self.ret_types) + [self.leaves[i].type for i in fl])
         g = {i: outs[len(self.ret_types) + j] for j, i in enumerate(fl)}
-        res = [g[i] if i in g else ctx.builder.zeros(self.leaves[i].type.with_dtype("f64"))
-               for i in range(self.in_tree.num_leaves)]  # captured values' cotangents are dropped
-        return ctx.from_atoms(res, self.in_tree)  # a tuple, one cotangent per primal
+        # None for integer and boolean primals (JAX gives float0 zeros); captured values' are dropped
+        res = [Traced(g[i]) if i in g else None for i in range(self.in_tree.num_leaves)]
+        return unflatten(self.in_tree, res)  # a tuple, one cotangent per primal
 
 
 def vjp(ctx, fun, primals, checkpoint=None):

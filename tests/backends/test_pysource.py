@@ -51,10 +51,19 @@ V3, M23, S = T("f64", 3), T("f64", 2, 3), T("f64")
 B3, I3 = T("bool", 3), T("i64", 3)
 
 # op -> list of (operands, params); an operand is a type (a parameter) or a Const
+def _callback_key():
+    from pullback.ir.prims import callback
+    from pullback.pytree import flatten
+
+    return callback.register(np.sin, flatten(((0.0,), {}))[1], flatten(0.0)[1])
+
+
 SAMPLES = {
+    "callback": [([V3], {"key": _callback_key(), "outs": (T("f64", 3),)})],
     "solve": [([T("f64", 3, 3), V3], {}), ([T("f64", 3, 3), T("f64", 3, 2)], {})],
     "slogdet": [([T("f64", 3, 3)], {})],
     "stop_gradient": [([V3], {}), ([S], {})],
+    "polygamma": [([V3], {"n": 0}), ([S], {"n": 2})],
     "not": [([B3], {}), ([T("bool")], {})],
     "where": [([B3, V3, _c(-1.0)], {}), ([T("bool"), S, S], {})],
     "cast": [([V3], {"dtype": d}) for d in ("f32", "i64", "bool", "f64")] + [([S], {"dtype": "i64"}),

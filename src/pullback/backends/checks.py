@@ -7,11 +7,14 @@ Contract:
   `IntegerDivisionError` (also a `ZeroDivisionError`) and
   `RecursionDepthError`, all `PullbackError`s located at the user's line
   (the IR statement's `SrcLoc`), e.g. ``prog.py:12: index 7 is out of bounds
-  for axis 0 with size 5``.
+  for axis 0 with size 5``; a dynamic slice ``x[i:i+k]`` that does not fit
+  (``0 <= i <= n - k`` fails: never clamped, never wrapped) is an
+  `IndexOutOfBoundsError` too (`slice_error`).
 - Emitters record one `Site` per check they print (`Sites.add`) and print
   ``raise IndexError(K, i)`` / ``raise ZeroDivisionError(K, 0)`` /
   ``raise RecursionError(K)`` (numba's stack check before a recursive call)
-  with the site's number K; `translate(err, sites)` turns such an exception,
+  with the site's number K (a "slice" site, for a dynamic slice, also raises
+  ``IndexError(K, i)``); `translate(err, sites)` turns such an exception,
   caught by the Python wrapper around the compiled entry, into the located
   error. Any other exception is not translated (None).
 - `from_exception(err, loc, op)`: the same errors for an exception raised by
@@ -40,6 +43,7 @@ from dataclasses import dataclass
 
 from ..errors import (IndexOutOfBoundsError, IntegerDivisionError, IntegerPowerError, PullbackError,
                       RecursionDepthError)
+from ..ir.prims.indexing import DynSliceError
 
 __all__ = ["IndexOutOfBoundsError", "IntegerDivisionError", "IntegerPowerError", "RecursionDepthError"]  # defined in errors
 
@@ -55,14 +59,16 @@ def bounds_checks_enabled() -> bool:
 
 @dataclass(frozen=True)
 class Site:
-    """One check printed into generated code. kind: "index" (axis, size),
-    "div" (op: "floordiv" or "mod", or "pow" for a negative integer exponent) or "recursion" (loc: the recursive call)."""
+    """One check printed into generated code. kind: "index" (axis, size), "slice" (a
+    dynamic slice: axis, size, length), "div" (op: "floordiv" or "mod", or "pow" for a
+    negative integer exponent) or "recursion" (loc: the recursive call)."""
 
     kind: str
     loc: object = None
     axis: int = 0
     size: int = 0
     op: str = ""
+    length: int = 0
 
 
 class Sites(list):
@@ -81,6 +87,26 @@ def index_error(loc, index, axis: int, size: int) -> IndexOutOfBoundsError:
     valid = f"-{size} to {size - 1}" if size else "none (the axis is empty)"
     return IndexOutOfBoundsError(f"index {index} is out of bounds for axis {axis} with size {size}", loc=loc,
                                  hint=f"valid indices for this axis are {valid}; check the index before using it")
+
+
+def _plus(a, b):
+    try:
+        return a + b
+    except TypeError:
+        return f"{a} + {b}"
+
+
+def slice_error(loc, start, length: int, axis: int, size: int) -> IndexOutOfBoundsError:
+    """A dynamic slice ``x[i:i+k]`` whose start is outside ``0 <= i <= n - k``."""
+    try:
+        start = operator.index(start)
+    except TypeError:
+        pass
+    last = size - length
+    return IndexOutOfBoundsError(
+        f"slice [{start}:{_plus(start, length)}] is out of bounds for axis {axis} with size {size}",
+        loc=loc, hint=f"a slice x[i:i+{length}] with a traced start needs 0 <= i <= {last} (pullback neither clamps "
+                      "nor wraps it, so that it always has length " + f"{length}); check the start before using it")
 
 
 def division_error(loc, op: str) -> IntegerDivisionError | IntegerPowerError:
@@ -129,6 +155,8 @@ def translate(err: BaseException, sites) -> PullbackError | None:
     s = sites[k]
     if s.kind == "index" and isinstance(err, IndexError):
         return index_error(s.loc, a[1], s.axis, s.size)
+    if s.kind == "slice" and isinstance(err, IndexError):
+        return slice_error(s.loc, a[1], s.length, s.axis, s.size)
     if s.kind == "div" and isinstance(err, ZeroDivisionError):
         return division_error(s.loc, s.op)
     if s.kind == "recursion" and isinstance(err, RecursionError):
@@ -142,6 +170,8 @@ def from_exception(err: BaseException, loc, op: str = "") -> PullbackError | Non
     implementation or by NumPy in pysource code; None for other exceptions."""
     if isinstance(err, PullbackError):
         return None
+    if isinstance(err, DynSliceError):
+        return slice_error(loc, err.start, err.length, err.axis, err.size)
     if isinstance(err, IndexError):
         msg = str(err) or "index out of bounds"
         m = _NUMPY_INDEX.search(msg)

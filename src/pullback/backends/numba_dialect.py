@@ -369,6 +369,8 @@ class NumbaDialect:
                 if sp[0] == "d":
                     i = next(it)
                     target.append(f"int({fe.a(i)})" if i.type.dtype == "bool" else fe.a(i))
+                elif sp[0] == "ds":  # a dynamic slice x[i:i+k] (its start checked by emit_checks)
+                    target.append(f"{fe.a(next(it))} + {next(jt)}")
                 else:
                     r = range(*slice(sp[1], sp[2], sp[3]).indices(int(d)))
                     j = next(jt)

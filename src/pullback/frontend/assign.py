@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import StagingError, UnsupportedSyntaxError
 from ..ir.core import Let
 from . import alias, ops, views
+from .masks import Masked
 from .values import ConcreteNeeded, Poisoned, Traced
 
 
@@ -52,7 +53,8 @@ class Assignments:
             key = self.eval(t.slice)
             if _is_array(base) and (_has_traced(key) or isinstance(rhs, Traced) or isinstance(base, Traced)):
                 if isinstance(s.op, (ast.Add, ast.Sub)):
-                    v = rhs if isinstance(s.op, ast.Add) else self.unop(ast.USub, rhs)
+                    v = rhs if isinstance(s.op, ast.Add) else (
+                        ops.unary(self, "neg", rhs) if isinstance(rhs, Masked) else self.unop(ast.USub, rhs))
                     new = ops.setitem(self, base, key, v, mode="add")
                 else:
                     cur = ops.getitem(self, base, key)
@@ -159,6 +161,7 @@ class Assignments:
             last = stmts[-1]
             stmts[-1] = Let((nv,), last.exp, last.loc)
             out = Traced(nv)
+            ops.copy_offset(self, a, nv)
             rec = views.record(self, v)
             if rec is not None:  # `row = A[0]`: the renamed value is the view
                 views.register(self, out, rec.base, rec.kind, rec.data, rec.contig)

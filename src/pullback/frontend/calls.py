@@ -19,6 +19,9 @@ Contract:
   transformation of either) is closure-converted: it becomes a `Captured` hook
   whose IR function takes those values as extra trailing parameters (note [closures]).
 - Any other callable (a NumPy ufunc, `operator.mul`, ...) is staged as a call of it.
+- A callable pullback cannot look into (a C extension, a builtin outside the frontend's
+  tables, `np.frompyfunc`, a ctypes function) called with traced arguments is a located
+  error naming it and pointing to `pb.pure_callback` with `pb.custom_vjp` (`opaque_error`).
 - `stage_entry` stages the top-level function.
 """
 from __future__ import annotations
@@ -116,9 +119,47 @@ def call(st, fn, args, kwargs):
             raise StagingError("cannot iterate over a traced scalar")
         from . import ops
         return fn(ops.getitem(st, x, k) for k in range(x.shape[0]))
-    raise StagingError(f"unsupported function '{describe(fn)}' called with traced arguments",
-                       hint="use the supported NumPy functions (see pullback.frontend.numpy_api), "
-                            "or write it in Python in a function pullback can read")
+    raise opaque_error(fn)
+
+
+_OPAQUE_HINT = ("to use it anyway, call it through pb.pure_callback(fn, pb.ShapeDtypeStruct(shape, dtype), x) "
+                "inside a function wrapped in pb.custom_vjp (or pb.custom_jvp) whose rule gives its derivative; "
+                "or write it in Python, or with the NumPy functions pullback supports (docs/numpy_coverage.md)")
+
+
+def opaque_name(fn) -> str:
+    """A readable name for a callable pullback cannot look into (`scipy.special.i0`)."""
+    name = getattr(fn, "__name__", None)
+    if isinstance(fn, np.ufunc) and name:
+        for modname in ("numpy", "scipy.special"):
+            mod = __import__("sys").modules.get(modname)
+            if mod is not None and getattr(mod, name, None) is fn:
+                return f"{modname}.{name}"
+        return name
+    text = describe(fn)
+    mod = getattr(fn, "__module__", None) or ""
+    if mod.startswith("_") and getattr(__import__("sys").modules.get(mod[1:]), str(name), None) is fn:
+        text = f"{mod[1:]}.{name}"  # _functools.reduce -> functools.reduce
+    return text
+
+
+def opaque_kind(fn) -> str:
+    """What kind of opaque callable `fn` is, for error messages."""
+    if isinstance(fn, np.ufunc):
+        return "a NumPy ufunc (compiled code, or a Python function wrapped by np.frompyfunc)"
+    if type(fn).__name__ in ("_FuncPtr", "CFuncPtr") or "ctypes" in type(fn).__module__:
+        return "a ctypes foreign function"
+    if isinstance(fn, (types.BuiltinFunctionType, types.BuiltinMethodType)) or type(fn).__name__ in (
+            "method-wrapper", "wrapper_descriptor", "method_descriptor", "cython_function_or_method",
+            "fused_cython_function"):
+        return "a builtin or C-extension function, with no Python source"
+    return f"a {type(fn).__name__} object, not a Python function pullback can read"
+
+
+def opaque_error(fn) -> StagingError:
+    """The located error for a call with traced arguments of a function pullback cannot stage."""
+    return StagingError(f"'{opaque_name(fn)}' is {opaque_kind(fn)}; pullback cannot stage or differentiate "
+                        "a call of it with traced arguments", hint=_OPAQUE_HINT)
 
 
 # NumPy functions and methods whose result may be the argument array itself (a view of it, or

@@ -9,13 +9,17 @@ Contract:
 - `stage_for`: Python iterables are unrolled; `range(...)` and arrays become an
   IR `Loop` (`ForForm`) whose parameters are the variables the body changes
   (found by trial stagings until their types are stable). A static trip count
-  falls back to unrolling when the body needs concrete values (`ConcreteNeeded`)
-  or changes structure/shapes (`NeedUnroll`).
+  of at most `FALLBACK_UNROLL_LIMIT` falls back to unrolling when the body needs
+  concrete values (`ConcreteNeeded`) or changes structure/shapes (`NeedUnroll`);
+  a longer loop is a located error saying why (the body's line) and what to
+  write instead. (Dynamic slices `x[i:i+k]` need no unrolling.)
 - `stage_while`: a loop that carries traced values becomes an IR `Loop`
   (`WhileForm`) whose bool condition parameter is computed before the loop and
   at the end of the body, even when the condition is concrete at entry (its
   concrete variables are then carried as traced ones). A loop over Python
-  values only iterates at staging time, until its condition becomes traced.
+  values only iterates at staging time, until its condition becomes traced;
+  one that carries traced values but cannot be an IR loop iterates at staging
+  time at most `FALLBACK_UNROLL_LIMIT` times (then a located error).
 Variables first assigned inside an IR loop are `Poisoned` after it.
 """
 from __future__ import annotations
@@ -32,7 +36,13 @@ from .iterables import (TracedIterable, as_loop_iter, traced_enumerate, traced_r
 from .values import (UNSET, ConcreteNeeded, NeedUnroll, Poisoned, Traced, copy_containers, is_weak,
                      join_dtype, leaf_type, same_concrete, to_atom)
 
-UNROLL_LIMIT = 10000
+UNROLL_LIMIT = 10000  # Python iterables (lists, tuples), comprehensions, while loops over Python values
+# A loop over range(...) or an array that cannot be an IR loop (its body needs the index as a
+# Python value, or changes shapes or Python structures) is unrolled up to this many iterations;
+# above it, a located error says why (never a silent unrolling of a long loop: compile time grows
+# with the copies of the body, and a derivative multiplies them again).
+FALLBACK_UNROLL_LIMIT = 64
+_NO_TRACED = "the loop carries no traced values"
 _MISSING = object()
 
 
@@ -271,6 +281,31 @@ def _unroll(st, target, items, body):
             raise StagingError("internal: return inside a loop body")
 
 
+class UnrollLimitError(ConcreteNeeded):
+    """A loop that is not an IR loop and too long to unroll. A `ConcreteNeeded`: an enclosing
+    loop may still unroll (making what the body needed concrete) when it is short enough."""
+
+
+def _unroll_error(s, kind, n, why) -> StagingError:
+    """The located error for a loop that would need unrolling beyond `FALLBACK_UNROLL_LIMIT`:
+    why (the body's first failure, with its line) and what to write instead."""
+    if isinstance(why, UnrollLimitError):
+        return why  # an inner loop's: it says more
+    loc = getattr(why, "loc", None)
+    where = ""
+    if loc is not None:
+        where = f" (line {loc.line}" + (f": {loc.text.strip()}" if getattr(loc, "text", "") else "") + ")"
+    reason = getattr(why, "msg", str(why))
+    many = f"would copy its body {n} times" if kind == "for" else \
+        f"ran it more than {FALLBACK_UNROLL_LIMIT} times at staging time"
+    msg = (f"the `{kind}` loop at line {s.lineno} cannot be staged as an IR loop: {reason}{where}; unrolling it "
+           f"{many} (pullback unrolls at most {FALLBACK_UNROLL_LIMIT} iterations)")
+    hint = getattr(why, "hint", None) or "keep shapes and Python structures the same in every iteration"
+    hint += ("; write the body so that it works with a traced loop index (x[i], x[i:i+k] with a static k, "
+             "arrays instead of Python lists), or make the trip count a static argument")
+    return UnrollLimitError(msg, loc=loc, hint=hint)
+
+
 def stage_for(st, s):
     it = as_loop_iter(st, st.eval(s.iter))
     if isinstance(it, list):
@@ -282,10 +317,10 @@ def stage_for(st, s):
         env0 = st.frame.vars
         try:
             _ir_loop(st, s, it, None)
-        except (NeedUnroll, ConcreteNeeded):
+        except (NeedUnroll, ConcreteNeeded) as why:
             st.frame.vars = env0
-            if it.n > UNROLL_LIMIT:
-                raise
+            if it.n > FALLBACK_UNROLL_LIMIT:
+                raise _unroll_error(s, "for", it.n, why) from None
             _unroll(st, s.target, (it.element(k) for k in range(it.n)), s.body)
         return None
     try:
@@ -298,6 +333,7 @@ def stage_for(st, s):
 
 def stage_while(st, s):
     count = 0
+    why = None  # why the loop, which carries traced values, is not an IR loop
     while True:
         c = ops.to_bool(st, st.eval(s.test))
         if count == 0 and c is True:
@@ -309,8 +345,10 @@ def stage_while(st, s):
             try:
                 _ir_loop(st, s, None, Traced(Const(True, TensorType("bool"))), require_traced=True)
                 return None
-            except (NeedUnroll, ConcreteNeeded):
+            except (NeedUnroll, ConcreteNeeded) as e:
                 st.frame.vars = env0
+                if not (isinstance(e, NeedUnroll) and e.msg == _NO_TRACED):
+                    why = e
         if isinstance(c, Traced):
             try:
                 _ir_loop(st, s, None, c)
@@ -321,6 +359,8 @@ def stage_while(st, s):
         if not c:
             return None
         count += 1
+        if why is not None and count > FALLBACK_UNROLL_LIMIT:
+            raise _unroll_error(s, "while", count, why)
         if count > UNROLL_LIMIT:
             raise StagingError(f"while loop ran more than {UNROLL_LIMIT} iterations at staging time",
                                hint="its condition only depends on Python values; make it depend on traced data "
@@ -447,7 +487,7 @@ def _ir_loop(st, s, it, cond0, require_traced=False):
         raise StagingError("the types of the loop's variables do not stabilise")
     if require_traced and not any(isinstance(leaf, Traced) for name in carry if env0[name] is not UNSET
                                   for leaf in flatten(env0[name])[0]):
-        raise NeedUnroll("the loop carries no traced values")
+        raise NeedUnroll(_NO_TRACED)
     # final staging (again without sharing a parameter between aliased leaves that the body separates)
     unshare: set = set()
     for _ in range(2):

@@ -10,6 +10,7 @@ integer or a comparison (no derivative) are marked.
 from __future__ import annotations
 
 import builtins
+import sys
 
 import numpy as np
 
@@ -33,11 +34,21 @@ def _qualname(f) -> str:
         return name
     if f is getattr(np, name, None):
         return f"np.{name}"
+    sp = sys.modules.get("scipy.special")
+    if sp is not None and getattr(sp, name, None) is f:   # scipy.special's ufuncs have no __module__
+        return f"scipy.special.{name}"
     return f"{mod}.{name}"
 
 
 def markdown() -> str:
     from .numpy_api import FUNCS, METHODS
+
+    try:  # SciPy's rows are registered lazily (numpy_api.lookup): list them whether or not that has happened
+        import scipy.special  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        from . import scipy_special  # noqa: F401
 
     rows = sorted({_qualname(f) for f in FUNCS})
     lines = ["# NumPy coverage", "",

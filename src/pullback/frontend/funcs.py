@@ -90,6 +90,7 @@ class ProgramState:
             seen.add(n)
             keep.append(self.funcs[n])
             todo.extend(_called(self.funcs[n].body))
+            todo.extend(g for _, g in self.funcs[n].rules)  # user-given derivative rules
         return Prog(tuple(keep), entry)
 
 
@@ -274,7 +275,7 @@ def stage_func(state, fn, names, vals, key, runner=None, loc=None, force_atoms=F
     `track`: return the final values of the argument arrays it updates in place as hidden
     results (`FuncEntry.hidden`, Note [argument-mutation]); without it only a recursive
     function has them, behind a wrapper that drops them."""
-    src = function_ast(fn) if runner is None else None
+    src = _source(fn) if runner is None else None
     name = state.names.fresh(fname or _func_hint(fn))
     info = InProgress(name)
     arg_leaves, _ = flatten(tuple(vals))
@@ -394,6 +395,20 @@ def stage_func(state, fn, names, vals, key, runner=None, loc=None, force_atoms=F
         deep.__exit__(None, None, None)
 
 
+def _source(fn):
+    """`fn`'s checked AST; a function without readable source (made by exec, compiled, or its
+    file gone) gets a hint pointing to pb.pure_callback and pb.custom_vjp as well."""
+    try:
+        return function_ast(fn)
+    except StagingError as e:
+        if e.msg.startswith("cannot read the source code"):
+            e.hint = ((e.hint + "; ") if e.hint else "") + (
+                "or, to call it as opaque code, use pb.pure_callback inside a function wrapped in pb.custom_vjp "
+                "(or pb.custom_jvp) whose rule gives its derivative")
+            e.args = (e._render(),)
+        raise
+
+
 def _check_containers(fn, pvals, pleaves, ptree, finals, slots):
     """A list or dict argument whose elements the function replaced, added or removed: the caller
     would not see that, so it is an error (in-place updates of the arrays in it are fine)."""
@@ -490,6 +505,9 @@ def _walk_fun(v, found, seen):
     if isinstance(v, functools.partial):
         seen.add(id(v))
         return any([_walk_fun(x, found, seen) for x in (v.func, v.args, v.keywords)])  # noqa: C419
+    if hasattr(type(v), "__pullback_with_funs__"):  # several function values (pb.custom_vjp: fun, fwd, bwd)
+        seen.add(id(v))
+        return any([_walk_fun(x, found, seen) for x in v.__pullback_funs__()])  # noqa: C419
     if hasattr(type(v), "__pullback_with_fun__"):  # a transformation of a function value
         seen.add(id(v))
         return _walk_fun(v.fun, found, seen)
@@ -541,6 +559,11 @@ def _subst(v, m, memo):
         memo[id(v)] = v
         r = functools.partial(_subst(v.func, m, memo), *_subst(v.args, m, memo), **_subst(v.keywords, m, memo))
         memo[id(v)] = r
+        return r
+    if hasattr(type(v), "__pullback_with_funs__"):
+        # made before its functions are visited: they may refer back to it (a rule calling it)
+        r = memo[id(v)] = v.__pullback_with_funs__(None)
+        r.__pullback_set_funs__([_subst(x, m, memo) for x in v.__pullback_funs__()])
         return r
     if hasattr(type(v), "__pullback_with_fun__"):
         memo[id(v)] = v

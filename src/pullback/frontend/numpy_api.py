@@ -493,6 +493,9 @@ def lookup(fn):
         from . import scipy_special  # noqa: F401
 
         h = FUNCS.get(fn)
+    from .masks import lookup_masked  # len/count_nonzero/any/all of a boolean-mask selection x[m]
+
+    h = lookup_masked(fn, h)
     if h is None or fn in _TAKE_SEQUENCES or getattr(fn, "__module__", None) in ("builtins", "math"):
         return h
     return lambda st, *a, **k: h(st, *[_as_array(st, x) for x in a], **k)

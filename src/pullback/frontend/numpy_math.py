@@ -1,6 +1,8 @@
 """Elementwise functions composed from primitives with derivative rules
 (issue 10): inverse trigonometric and hyperbolic functions, `cbrt`, `sinc`,
-`nan_to_num`.
+`nan_to_num`, `fabs`, and the scalar `math` functions `degrees`, `radians`,
+`hypot`, `exp2`, `erf`, `erfc`, `lgamma`, `gamma` (the last four on the
+special-function primitives of `ir/prims/special.py`).
 
 Contract: importing this module registers the handlers in `numpy_api.FUNCS`
 (and `math.asin`, ... for scalars). Each is written so that its value is
@@ -14,6 +16,7 @@ import math
 
 import numpy as np
 
+from ..errors import StagingError
 from . import ops
 from .numpy_api import _reg
 from .values import Traced
@@ -96,3 +99,32 @@ def _nan_to_num(st, x, copy=True, nan=0.0, posinf=None, neginf=None):
     r = ops.where(st, ops.binary(st, "eq", x, math.inf), pinf, x)
     r = ops.where(st, ops.binary(st, "eq", x, -math.inf), ninf, r)
     return ops.where(st, ops.unary(st, "isnan", x), nan, r)
+
+
+@_reg(np.fabs)
+def _fabs(st, x, **kw):
+    if any(v is not None for v in kw.values()):
+        raise StagingError(f"np.fabs: arguments {sorted(kw)} are not supported with traced values")
+    return ops.unary(st, "abs", _t(st, x))
+
+
+_reg(math.degrees)(lambda st, x: ops.binary(st, "mul", _t(st, x), 180.0 / math.pi))
+_reg(math.radians)(lambda st, x: ops.binary(st, "mul", _t(st, x), math.pi / 180.0))
+_reg(getattr(math, "exp2", None))(lambda st, x: ops.unary(st, "exp", ops.binary(st, "mul", _t(st, x), math.log(2.0))))
+
+
+@_reg(math.hypot)
+def _hypot(st, *xs):
+    """sqrt of the sum of squares (any number of coordinates, as math.hypot)."""
+    if not xs:
+        return 0.0
+    s = None
+    for x in xs:
+        x = _t(st, x)
+        sq = ops.binary(st, "mul", x, x)
+        s = sq if s is None else ops.binary(st, "add", s, sq)
+    return ops.unary(st, "sqrt", s)
+
+
+for _f, _op in ((math.erf, "erf"), (math.erfc, "erfc"), (math.lgamma, "gammaln"), (math.gamma, "gamma")):
+    _reg(_f)(lambda st, x, _op=_op: ops.emit(st, _op, _t(st, x).atom))

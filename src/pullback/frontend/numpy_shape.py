@@ -318,8 +318,8 @@ METHODS["diagonal"] = lambda st, x, offset=0, axis1=0, axis2=1: _diagonal(st, x,
 @_reg(np.linalg.norm)
 def _norm(st, x, ord=None, axis=None, keepdims=False):
     """Vector norms (any `ord` number, inf, -inf, 0) along an axis or of a vector;
-    matrix norms "fro", 1, -1, inf, -inf of a matrix or along a pair of axes.
-    The spectral and nuclear norms (ord 2, -2, "nuc" of a matrix) need an SVD."""
+    matrix norms "fro", 1, -1, inf, -inf of a matrix or along a pair of axes;
+    the spectral and nuclear norms (ord 2, -2, "nuc") through the singular values."""
     x = _t(st, x)
     if not x.type.is_float:
         x = ops.cast(st, x, "f64")
@@ -358,9 +358,13 @@ def _norm(st, x, ord=None, axis=None, keepdims=False):
     elif ord in (np.inf, -np.inf):
         rowsum = ops.reduce(st, "sum", a, r1, True)
         r = ops.reduce(st, "max" if ord == np.inf else "min", rowsum, r0, True)
+    elif ord in (2, -2, "nuc"):   # through the singular values (frontend/numpy_linalg.py)
+        from .numpy_linalg import matrix_norm_sv
+
+        return matrix_norm_sv(st, x, axes, ord, keepdims)
     else:
-        raise StagingError(f"np.linalg.norm with ord={ord!r} of a matrix is not supported yet (it needs an SVD)",
-                           hint="use ord='fro', 1, -1, inf or -inf")
+        raise StagingError(f"np.linalg.norm: unknown ord={ord!r} for a matrix",
+                           hint="use ord='fro', 'nuc', 1, -1, 2, -2, inf or -inf")
     return r if keepdims else ops.reshape(st, r, tuple(d for i, d in enumerate(r.shape) if i not in axes))
 
 

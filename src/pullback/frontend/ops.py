@@ -1,4 +1,5 @@
-"""Traced operations: arithmetic with NumPy dtype rules, indexing, updates, reductions.
+"""Traced operations: arithmetic with NumPy dtype rules, shapes, reductions; indexing and
+updates live in `indexing` (re-exported here: `getitem`, `setitem`).
 
 Contract: each function takes the staging interpreter `st` (whose `st.b` is the
 current `Builder`) and staging-time values, at least one of them `Traced`, and
@@ -45,6 +46,8 @@ def check_numeric(v, what="operand"):
 def binary(st, op, a, b) -> Traced:
     check_numeric(a)
     check_numeric(b)
+    if isinstance(a, Masked) or isinstance(b, Masked):
+        return masks.elementwise(st, lambda st, x, y: binary(st, op, x, y), a, b, what=f"'{op}'")
     if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
         raise StagingError("cannot combine a Python list/tuple with a traced array",
                            hint="convert it with np.array(...) first")
@@ -62,9 +65,10 @@ def binary(st, op, a, b) -> Traced:
         return matmul(st, a, b)
     aa = atom(st, a, dt if is_weak(a) else None)
     bb = atom(st, b, dt if is_weak(b) else None)
-    if op in ("and", "or", "xor"):
-        return emit(st, op, aa, bb)
-    return emit(st, op, aa, bb)
+    r = emit(st, op, aa, bb)
+    if op in ("add", "sub") and r.type.dtype == "i64" and r.ndim == 0:
+        _note_offset(st, r.atom, op, aa, bb)
+    return r
 
 
 def matmul(st, a, b) -> Traced:
@@ -84,11 +88,17 @@ def dot(st, a, b) -> Traced:
 
 def unary(st, op, x) -> Traced:
     check_numeric(x)
+    if isinstance(x, Masked):
+        return masks.elementwise(st, lambda st, b: unary(st, op, b), x, what=f"'{op}'")
     t = leaf_type(x)
     if op in ("sin", "cos", "tan", "exp", "log", "log1p", "expm1", "sqrt", "tanh", "logistic", "floor",
               "ceil", "round") and not t.is_float:
         x = as_traced(st, x, "f64")
     return emit(st, op, atom(st, x))
+
+
+_TRUTH_HINT = ("write `if np.any(c):` (some element) or `if np.all(c):` (every element); for a choice per "
+               "element, np.where(c, a, b) instead of an `if`; `&`, `|`, `~` instead of `and`, `or`, `not`")
 
 
 def to_bool(st, v):
@@ -97,10 +107,13 @@ def to_bool(st, v):
         try:
             return bool(v)
         except ValueError as e:
-            raise StagingError(str(e), hint="use np.all(...) or np.any(...)") from None
+            raise StagingError(f"{e} (an `if`, `while`, `and`/`or`, `not` or bool() needs one truth value)",
+                               hint=_TRUTH_HINT) from None
+    if v.shape != () and v.size == 1:  # NumPy: the truth value of a one-element array is its element's
+        v = reshape(st, v, ())
     if v.shape != ():
-        raise StagingError(f"the truth value of a traced array of shape {v.shape} is ambiguous",
-                           hint="use np.all(...) or np.any(...) to get a scalar condition, or np.where for elementwise choice")
+        raise StagingError(f"the truth value of a traced array of shape {v.shape} is ambiguous (an `if`, `while`, "
+                           "`and`/`or`, `not` or bool() needs one truth value)", hint=_TRUTH_HINT)
     if v.type.dtype == "bool":
         return v
     return emit(st, "ne", v.atom, Const(0, TensorType(v.type.dtype)))
@@ -114,6 +127,8 @@ def logical_not(st, v):
 
 
 def cast(st, x, dtype: str) -> Traced:
+    if isinstance(x, Masked):
+        return masks.elementwise(st, lambda st, b: cast(st, b, dtype), x, what="a cast")
     x = x if isinstance(x, Traced) else as_traced(st, x)
     if x.type.dtype == dtype:
         return x
@@ -296,6 +311,8 @@ def to_bool_array(st, x):
 # -- reductions -----------------------------------------------------------------
 
 def reduce(st, op, x, axis=None, keepdims=False, dtype=None) -> Traced:
+    if isinstance(x, Masked):
+        return masks.reduce(st, op, x, axis, keepdims, dtype)
     x = x if isinstance(x, Traced) else as_traced(st, x)
     axes = norm_axes(axis, x.ndim)
     if op in ("max", "min") and x.type.dtype == "bool":
@@ -311,6 +328,8 @@ def reduce(st, op, x, axis=None, keepdims=False, dtype=None) -> Traced:
 
 
 def mean(st, x, axis=None, keepdims=False) -> Traced:
+    if isinstance(x, Masked):
+        return masks.mean(st, x, axis, keepdims)
     x = x if isinstance(x, Traced) else as_traced(st, x)
     if not x.type.is_float:
         x = cast(st, x, "f64")
@@ -330,240 +349,7 @@ def argext(st, op, x, axis=None) -> Traced:
     return emit(st, op, x.atom, axis=ax)
 
 
-# -- indexing ---------------------------------------------------------------------
-
-def _is_index_array(k) -> bool:
-    if isinstance(k, Traced):
-        return k.ndim > 0
-    if isinstance(k, np.ndarray):
-        return True
-    if isinstance(k, list):
-        return True
-    return False
-
-
-def _expand_key(key, ndim):
-    if not isinstance(key, tuple):
-        key = (key,)
-    n_ell = sum(1 for k in key if k is Ellipsis)
-    if n_ell > 1:
-        raise StagingError("an index can only have a single ellipsis ('...')")
-    used = sum(1 for k in key if k is not None and k is not Ellipsis)
-    if used > ndim:
-        raise ShapeError(f"too many indices for an array of rank {ndim}: {used} were given")
-    out = []
-    for k in key:
-        if k is Ellipsis:
-            out.extend([slice(None)] * (ndim - used))
-        else:
-            out.append(k)
-    return out
-
-
-def _slice_entry(k, d):
-    for part in (k.start, k.stop, k.step):
-        if isinstance(part, Traced):
-            raise ConcreteNeeded("slice bounds must be known at staging time",
-                                 hint="index single elements with a traced index inside a loop, or pass the bound as a static argument")
-    start, stop, step = k.indices(d)
-    if len(range(start, stop, step)) == 0:
-        return ("s", 0, 0, 1)
-    if stop < 0:
-        stop = None
-    return ("s", start, stop, step)
-
-
-_BOOL_INDEX = ("a boolean scalar index is not supported: NumPy reads x[True] as a mask "
-               "(it adds an axis), not as position 1")
-_BOOL_INDEX_HINT = "to use it as a position, convert it first: x[int(b)]"
-
-
-def _int_index(st, k, d):
-    """An atom for an integer index into a dimension of size d."""
-    if isinstance(k, Traced):
-        if k.ndim != 0:
-            raise StagingError("array index must be a scalar")
-        if k.type.dtype == "bool":
-            raise UnsupportedSyntaxError(_BOOL_INDEX, hint=_BOOL_INDEX_HINT)
-        if k.type.dtype != "i64":
-            raise StagingError(f"array indices must be integers, got a traced {k.type}",
-                               hint="convert with int(...) or .astype(int)")
-        return k.atom
-    if isinstance(k, (bool, np.bool_)):
-        raise UnsupportedSyntaxError(_BOOL_INDEX, hint=_BOOL_INDEX_HINT)
-    k = static_int(k, "an index")
-    if not -d <= k < d:
-        raise ShapeError(f"index {k} is out of bounds for a dimension of size {d}",
-                         hint=f"valid indices are {-d}..{d - 1}")
-    return Const(k % d, TensorType("i64"))
-
-
-def _index_array_atom(st, k):
-    if isinstance(k, list) and any(isinstance(x, Traced) for x in k):
-        return cast(st, array(st, k), "i64").atom
-    if isinstance(k, list):
-        k = np.asarray(k)
-    if isinstance(k, np.ndarray):
-        if k.dtype == np.bool_:
-            raise StagingError("boolean mask indexing produces a data-dependent shape",
-                               hint="use np.where(mask, x, 0) instead")
-        return Const(k.astype(np.int64), TensorType("i64", k.shape))
-    if k.type.dtype != "i64":
-        raise StagingError(f"index arrays must be integers, got {k.type}",
-                           hint="boolean masks are not supported: use np.where(mask, x, 0)")
-    return k.atom
-
-
-def _plan(st, x: Traced, key):
-    """(spec, index atoms, output shape incl. new axes, has_newaxis, take info)."""
-    ents = _expand_key(key, x.ndim)
-    adv = [i for i, k in enumerate(ents) if _is_index_array(k)]
-    if len(adv) > 1 and adv == list(range(len(adv))) and all(
-            isinstance(k, slice) and k == slice(None) for k in ents[len(adv):]):
-        # x[i0, i1, ...] with integer arrays on the leading dims: a gather on the flattened dims
-        shape = x.shape
-        lin = None
-        for j in adv:
-            ij = _index_array_atom(st, ents[j])
-            stride = int(np.prod(shape[j + 1:len(adv)], dtype=np.int64))
-            term = Traced(ij) if stride == 1 else emit(st, "mul", ij, Const(stride, TensorType("i64")))
-            lin = term if lin is None else binary(st, "add", lin, term)
-        flat = reshape(st, x, (int(np.prod(shape[:len(adv)], dtype=np.int64)),) + tuple(shape[len(adv):]))
-        return None, None, None, False, (0, lin.atom, flat)
-    if adv:
-        if len(adv) > 1 or any(not (isinstance(k, slice) and k == slice(None)) for i, k in enumerate(ents) if i != adv[0]):
-            raise UnsupportedSyntaxError("integer-array indexing is supported only as x[idx] or x[:, idx] (all other "
-                                         "entries full slices), or, for reading, one index array mixed with "
-                                         "integers and slices (x[3, 2:, [1, 3]])",
-                                         hint="use np.take or index in two steps")
-        return None, None, None, False, (adv[0], _index_array_atom(st, ents[adv[0]]), x)
-    spec, args, out_shape = [], [], []
-    dim = 0
-    newaxis = False
-    for k in ents:
-        if k is None:
-            out_shape.append(1)
-            newaxis = True
-            continue
-        d = x.shape[dim]
-        if isinstance(k, slice):
-            e = _slice_entry(k, d)
-            spec.append(e)
-            out_shape.append(len(range(*slice(e[1], e[2], e[3]).indices(d))))
-        else:
-            spec.append(("d",))
-            args.append(_int_index(st, k, d))
-        dim += 1
-    out_shape.extend(x.shape[dim:])
-    while spec and spec[-1][0] == "s" and spec[-1][1:] == (0, x.shape[len(spec) - 1], 1):
-        spec.pop()
-    return tuple(spec), args, tuple(out_shape), newaxis, None
-
-
-def _mixed_read(st, x: Traced, key):
-    """`x[3, 2:, [1, 3]]`: one integer-index array among integers and slices, read
-    with NumPy's rule. The integers and the array are the advanced indices; their
-    (the array's) dimensions stand where the first of them stands when they are
-    adjacent, and in front otherwise. Lowered to the basic indexing (the array's
-    axis kept whole), a `take` along that axis, and a transpose. None if `key` is
-    not of this form."""
-    ents = _expand_key(key, x.ndim)
-    arrays = [i for i, k in enumerate(ents) if _is_index_array(k)]
-    if len(arrays) != 1 or any(k is None for k in ents):
-        return None
-    j = arrays[0]
-    rest = [k for i, k in enumerate(ents) if i != j]
-    if all(isinstance(k, slice) and k == slice(None) for k in rest):
-        return None  # x[idx] / x[:, idx]: the plain `take`
-    if not all(isinstance(k, slice) or _is_int_index(k) for k in rest):
-        return None
-    advanced = [i for i, k in enumerate(ents) if i == j or not isinstance(k, slice)]
-    axis = sum(1 for k in ents[:j] if isinstance(k, slice))
-    y = getitem(st, x, tuple(slice(None) if i == j else k for i, k in enumerate(ents)))
-    idx = _index_array_atom(st, ents[j])
-    r = emit(st, "take", y.atom, idx, axis=axis)
-    if advanced != list(range(advanced[0], advanced[-1] + 1)) and axis > 0:  # separated: in front
-        n = idx.type.ndim
-        perm = tuple(range(axis, axis + n)) + tuple(range(axis)) + tuple(range(axis + n, r.ndim))
-        r = transpose(st, r, perm)
-    return r
-
-
-def _is_int_index(k) -> bool:
-    return isinstance(k, (int, np.integer)) and not isinstance(k, bool) or (
-        isinstance(k, Traced) and k.ndim == 0 and k.type.dtype == "i64")
-
-
-def getitem(st, x, key):
-    x = x if isinstance(x, Traced) else as_traced(st, x)
-    if x.ndim == 0 and key != () and key is not Ellipsis:
-        raise ShapeError("cannot index a scalar", hint="scalars have no dimensions to index")
-    mixed = _mixed_read(st, x, key)
-    if mixed is not None:
-        return mixed
-    spec, args, out_shape, newaxis, take = _plan(st, x, key)
-    if take is not None:
-        axis, idx, src = take
-        return emit(st, "take", src.atom, idx, axis=axis)
-    r = emit(st, "index", x.atom, *args, spec=spec) if spec else x
-    if newaxis:
-        r = reshape(st, r, out_shape)
-    return r
-
-
-def _mask_assign(st, x: Traced, key, value, mode):
-    """`x[mask] = v` / `x[mask] += v` with a boolean mask of x's shape and a scalar
-    `v`: `where(mask, v, x)` (static shapes). None if `key` is not such a mask."""
-    m = key
-    if isinstance(m, np.ndarray) and m.dtype == np.bool_:
-        m = as_traced(st, m)
-    if not (isinstance(m, Traced) and m.type.dtype == "bool" and m.ndim > 0):
-        return None
-    if m.shape != x.shape:
-        raise UnsupportedSyntaxError(f"a boolean mask of shape {m.shape} in an assignment to an array of shape "
-                                     f"{x.shape}", hint="use a mask of the array's own shape, or np.where")
-    vshape = value.shape if isinstance(value, Traced) else np.shape(value)
-    if int(np.prod(vshape, dtype=np.int64)) != 1:
-        raise UnsupportedSyntaxError("x[mask] = values with an array of values has a data-dependent shape",
-                                     hint="write x = np.where(mask, values_of_x_shape, x)")
-    new = value if mode == "set" else binary(st, "add", x, value)
-    out = where(st, m, new, x)
-    return out if out.type.dtype == x.type.dtype else cast(st, out, x.type.dtype)
-
-
-def setitem(st, x, key, value, mode="set"):
-    """The array `x` with `x[key]` set to (mode 'set') or incremented by (mode 'add') `value`."""
-    x = x if isinstance(x, Traced) else as_traced(st, x)
-    check_numeric(value, "assigned value")
-    if isinstance(value, (list, tuple)):
-        value = np.asarray(value)
-    masked = _mask_assign(st, x, key, value, mode)
-    if masked is not None:
-        return masked
-    spec, args, out_shape, newaxis, take = _plan(st, x, key)
-    v = atom(st, value, x.type.dtype)
-    if take is not None:
-        axis, idx, src = take
-        if src is not x:
-            raise UnsupportedSyntaxError("assigning through several integer index arrays is not supported",
-                                         hint="use a loop with scalar indices")
-        if mode != "add" and axis == 0 and idx.type.ndim == 1 and idx.type.shape[0] <= 1000:
-            # x[idx] = v: one row update per index, in order (the last write wins, as in NumPy)
-            n = idx.type.shape[0]
-            vt = broadcast_to(st, Traced(v), (n,) + x.shape[1:])
-            out = x
-            for k in range(n):
-                ik = emit(st, "index", idx, Const(k, TensorType("i64")), spec=(("d",),))
-                vk = emit(st, "index", vt.atom, Const(k, TensorType("i64")), spec=(("d",),))
-                out = emit(st, "index_update", out.atom, vk.atom, ik.atom, spec=(("d",),), mode="set")
-            return out
-        if mode != "add":
-            raise UnsupportedSyntaxError("assigning through an integer index array is not supported",
-                                         hint="use `x[idx] += v` (accumulates), or a loop with scalar indices")
-        want = x.shape[:axis] + idx.type.shape + x.shape[axis + 1:]
-        if v.type.shape != want:
-            v = broadcast_to(st, Traced(v), want).atom
-        return emit(st, "take_add", x.atom, idx, v, axis=axis)
-    if newaxis:
-        raise UnsupportedSyntaxError("np.newaxis in an assignment target is not supported")
-    return emit(st, "index_update", x.atom, v, *args, spec=spec, mode=mode)
+from . import masks  # noqa: E402
+from .masks import Masked  # noqa: E402
+from .indexing import (_expand_key, _note_offset, copy_offset, getitem, setitem,  # noqa: E402,F401  (re-exported)
+                       static_difference)

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..errors import PullbackError, StagingError, UnsupportedSyntaxError
-from . import control, ops, views
+from . import control, indexing, ops, views
 from .numpy_api import BoundMethod, attribute
 from .assign import Assignments, _has_traced, _hint, _is_array  # noqa: F401  (_hint: control)
 from .rewrite import UNSET_NAME
@@ -357,7 +357,7 @@ class Interp(Assignments):
         if not isinstance(v, Traced):
             return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[optype](v)
         if optype is ast.USub:
-            return ops.emit(self, "neg", v.atom)
+            return ops.unary(self, "neg", v)
         if optype is ast.UAdd:
             return Traced(v.atom)  # +a is a new array in NumPy (see alias)
         if v.type.dtype == "bool":
@@ -437,6 +437,8 @@ class Interp(Assignments):
         if isinstance(v, Traced) or (isinstance(v, np.ndarray) and _has_traced(key)):
             return views.note_index(self, v, key, ops.getitem(self, v, key))
         if _has_traced(key):
+            if indexing.is_index_trick(v):  # np.r_[...] / np.c_[...] with traced items
+                return indexing.index_trick(self, v, key)
             raise ConcreteNeeded(f"a Python {type(v).__name__} is indexed with a traced value",
                                  hint="make the container an array (np.array / np.stack), or pass the index as a static argument")
         r = v[key]

@@ -202,7 +202,8 @@ def _concrete(*xs):
 
 
 def _key_concrete(key):
-    return all(not isinstance(k, Traced) for k in _entries(key))
+    return all(not isinstance(k, Traced) and not (isinstance(k, slice) and any(
+        isinstance(p, Traced) for p in (k.start, k.stop, k.step))) for k in _entries(key))
 
 
 def _row(rec):
@@ -344,15 +345,18 @@ def _live_ids(st):
 def _sig(data):
     if isinstance(data, tuple) and len(data) == 2 and callable(data[1]):
         return ("fn", data[0], id(data[1]))
-    out = []
-    for k in _entries(data):
+    def part(k):
         if isinstance(k, Traced):
             a = k.atom
-            out.append(("C", repr(a.value)) if isinstance(a, Const) else ("V", a))
-        elif isinstance(k, slice):
-            out.append(("S", k.start, k.stop, k.step))
+            return ("C", repr(a.value)) if isinstance(a, Const) else ("V", a)
+        return ("K", repr(k))
+
+    out = []
+    for k in _entries(data):
+        if isinstance(k, slice):  # a dynamic slice's bounds are traced
+            out.append(("S", part(k.start), part(k.stop), part(k.step)))
         else:
-            out.append(("K", repr(k)))
+            out.append(part(k))
     return (type(data).__name__, tuple(out))
 
 

@@ -163,7 +163,14 @@ class Func:
     gives up the array it passes for that parameter, the function may update
     it in place and returns it as that result (split mode's adjoint
     accumulators, note [split-calls]). Backends copy an argument the caller
-    still needs."""
+    still needs.
+
+    `rules` names user-given derivative rules, each a function of the program
+    (`pb.custom_jvp` / `pb.custom_vjp`, note [custom-rules]): ("jvp", g) means
+    `g` has the jvp contract of `passes.jvp` for this function and forward mode
+    calls it instead of differentiating the body; ("vjp", g) means `g` has the
+    vjp contract of `passes.vjp` and reverse mode calls it. The body stays the
+    primal."""
 
     name: str
     params: tuple[Var, ...]
@@ -171,6 +178,14 @@ class Func:
     ret_types: tuple[Type, ...]
     loc: SrcLoc | None = field(default=None, compare=False)
     donated: tuple[tuple[int, int], ...] = ()
+    rules: tuple[tuple[str, str], ...] = ()
+
+    def rule(self, kind: str) -> str | None:
+        """The name of the function giving this function's `kind` ("jvp"/"vjp") rule, or None."""
+        for k, g in self.rules:
+            if k == kind:
+                return g
+        return None
 
 
 @dataclass(frozen=True)

@@ -400,11 +400,22 @@ class _Parser:
                 if not self.at(")"):
                     self.take(",")
             self.take(")")
+        rules = []
+        if self.at("rules"):
+            self.i += 1
+            self.take("(")
+            while not self.at(")"):
+                kind = self.name("a rule kind")
+                self.take("=")
+                rules.append((kind, self.name("a rule function's name")))
+                if not self.at(")"):
+                    self.take(",")
+            self.take(")")
         self.take("{")
         env = {p.name: p for p in params}
         body = self.body(env, "return")
         self.take("}")
-        return Func(name, tuple(params), body, tuple(rets), donated=tuple(donated)), entry
+        return Func(name, tuple(params), body, tuple(rets), donated=tuple(donated), rules=tuple(rules)), entry
 
     def _int(self) -> int:
         t = self.tok

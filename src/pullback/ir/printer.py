@@ -30,6 +30,8 @@ bodies, so indentation is only for the reader)::
 - Primitive params are ``{k=v, ...}`` with Python-literal values (numbers,
   strings, True/False/None, nested tuples) and types (``elem=f64[3]``).
 - ``loop (...) while c { ... }`` is a while loop whose condition is parameter `c`.
+- ``donate(i->j, ...)`` after a function's result types lists `Func.donated`;
+  ``rules(jvp=g, vjp=h)`` lists `Func.rules` (user-defined derivative rules).
 - The entry function is marked ``entry``. When the entry names no function, a
   line ``entry NAME`` says so.
 - With ``locs=True`` a statement's `SrcLoc` is shown as a trailing comment
@@ -183,7 +185,8 @@ class _Printer:
         mark = "entry " if entry else ""
         tail = f"  # {f.loc}" if self.locs and f.loc is not None else ""
         don = (" donate(" + ", ".join(f"{i}->{j}" for i, j in f.donated) + ")") if f.donated else ""
-        self.emit(0, f"{mark}def {_name(f.name)}({ps}) -> ({rs}){don} {{" + tail)
+        rules = (" rules(" + ", ".join(f"{_name(k)}={_name(g)}" for k, g in f.rules) + ")") if f.rules else ""
+        self.emit(0, f"{mark}def {_name(f.name)}({ps}) -> ({rs}){don}{rules} {{" + tail)
         self.body(f.body, 1, "return")
         self.emit(0, "}")
 

@@ -3,7 +3,9 @@
 Contract (note [inline] in docs/design.md): a call of a function that is not
 (mutually) recursive and whose body has at most `max_stmts` statements, nested
 ones counted, is replaced by a renamed copy of the body; the call's results
-become the copy's results. Functions stay in the program (a backend compiles
+become the copy's results. A function with user-given derivative rules
+(`Func.rules`, note [custom-rules]) is never inlined: a derivative taken after
+this pass must still call its rule. Functions stay in the program (a backend compiles
 only what is called). Semantics are unchanged: the IR is pure.
 
 The numba backend runs it before code generation: numba compiles every
@@ -24,7 +26,7 @@ MAX_STMTS = 12
 def inline_small(prog: Prog, max_stmts: int = MAX_STMTS) -> Prog:
     graph = call_graph(prog)
     small = {f.name: f for f in prog.funcs
-             if sum(1 for _ in iter_lets(f.body)) <= max_stmts and not _recursive(f.name, graph)}
+             if sum(1 for _ in iter_lets(f.body)) <= max_stmts and not _recursive(f.name, graph) and not f.rules}
     if not small or not any(graph[f.name] & set(small) for f in prog.funcs):
         return prog
     out = []

@@ -6,7 +6,10 @@ its tangent statements (Tapenade's tangent mode); ifs and loops carry tangents
 alongside their primal values; a call of ``g`` becomes a call of ``g_jvp``.
 Tangents are symbolic zeros (None) until something makes them nonzero, so code
 that does not depend on the inputs gets no tangent code. Functions reached by
-calls are differentiated on demand (recursion included).
+calls are differentiated on demand (recursion included). A function with a
+user-given jvp rule (`Func.rules`, `pb.custom_jvp`) is not differentiated: its
+jvp is the rule function; one with only a vjp rule (`pb.custom_vjp`) is a
+located error, as in JAX (note [custom-rules]).
 """
 from __future__ import annotations
 
@@ -36,6 +39,13 @@ def _maybe_check(prog):
     typecheck.maybe_check(prog, "jvp")
 
 
+def _user_name(f) -> str:
+    """The user's name of a staged function (`f_3` -> `f`)."""
+    import re
+
+    return re.sub(r"_\d+$", "", f.name)
+
+
 class _JVP:
     def __init__(self, prog: Prog, fresh=None):
         self.prog = prog
@@ -43,10 +53,19 @@ class _JVP:
         self.new_funcs: list[Func] = []
 
     def func(self, name: str) -> str:
+        f = self.prog.func(name)
+        if f.rules:
+            rule = f.rule("jvp")
+            if rule is None:
+                raise PullbackError(
+                    f"'{_user_name(f)}' has a custom_vjp rule and no jvp rule, so forward mode (pb.jvp, jacfwd, "
+                    "hessian) cannot differentiate it", loc=None,
+                    hint="define it with pb.custom_jvp (its rule serves both modes), or use reverse mode "
+                         "(pb.grad, pb.vjp, jacobian(mode='rev'))")
+            return rule
         new, build = self.names.get(name)
         if not build:
             return new
-        f = self.prog.func(name)
         from ..ir.traverse import all_names
 
         b = Builder(NameSupply(all_names(f)))
@@ -108,7 +127,10 @@ class _JVP:
         if all(t is None for t in tans):
             b.stmts.append(st)
             return
-        jname = self.func(e.func)
+        try:
+            jname = self.func(e.func)
+        except PullbackError as err:
+            raise err.with_loc(st.loc) from None
         targs = [t if t is not None else zero_of(b, a, names.tangent(getattr(a, "name", "c")))
                  for a, p, t in zip(e.args, callee.params, tans) if differentiable(p.type)]
         touts = [b.fresh(names.tangent(v.name), v.type) for v in st.pat if differentiable(v.type)]

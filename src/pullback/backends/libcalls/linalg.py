@@ -1,22 +1,167 @@
-"""numba forms of the dense linear-algebra primitives (LAPACK through numba's
-`np.linalg`, which takes contiguous 2-D operands): see `libcalls` for the contract."""
+"""numba forms of the dense linear-algebra primitives (see `libcalls` for the
+contract): `matmul` (BLAS), `solve`, `slogdet`, `cholesky`, `qr`, `eigh`, `svd`
+and `pinv` (LAPACK through numba's `np.linalg`).
+
+numba's `np.linalg` takes one contiguous 2-D matrix (and few keyword
+arguments), so:
+
+- a 2-D operand is passed through `np.ascontiguousarray` (transposes are views);
+- a stack ``(..., m, n)`` goes through a generated helper that broadcasts the
+  operands to the result's batch shape, flattens the batch and calls the 2-D
+  function once per matrix (one helper per shape signature, so every shape in
+  it is a literal);
+- `matmul` of a stack by a single matrix is one 2-D BLAS call on the stack
+  folded into rows; other stacks loop in a helper calling 2-D ``@``;
+- complete QR (m > n), which numba's `qr` lacks, is the reduced QR of A padded
+  with zero columns to a square matrix: the extra Householder reflections are
+  identities, so Q and R are LAPACK's complete factors, as NumPy's.
+
+pysource prints NumPy's own functions (they take stacks natively).
+"""
 from __future__ import annotations
+
+import zlib
+
+import numpy as np
 
 from . import register
 
 
-def _lapack(name):
+def _nd(dtype):
+    return {"f64": "np.float64", "f32": "np.float32", "i64": "np.int64", "bool": "np.bool_"}[dtype]
+
+
+def _tup(shape) -> str:
+    shape = tuple(int(d) for d in shape)
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _c(text):
+    return f"np.ascontiguousarray({text})"
+
+
+def _helper(dialect, stem, body):
+    """Add a module-level njit helper whose name is unique to its text."""
+    name = f"_pb_{stem}_{zlib.crc32(body.encode()):08x}"
+    return dialect.helper(name, f"{dialect.deco}\ndef {name}" + body)
+
+
+def _batched(dialect, stem, call, args, pat, batch):
+    """A helper mapping the 2-D `call` (argument texts -> expression text) over the
+    flattened `batch` of the outputs `pat`; argument i, (atom, core axes), is
+    broadcast to the batch first."""
+    nb = int(np.prod(batch, dtype=np.int64))
+    lines = [f"({', '.join(f'a{i}' for i in range(len(args)))}):"]
+    for i, (atom, core) in enumerate(args):
+        lines.append(f"    f{i} = np.ascontiguousarray(np.broadcast_to(a{i}, {_tup(batch + core)}))"
+                     f".reshape({_tup((nb,) + core)})")
+    for j, v in enumerate(pat):
+        core = tuple(v.type.shape[len(batch):])
+        lines.append(f"    o{j} = np.empty({_tup((nb,) + core)}, dtype={_nd(v.type.dtype)})")
+    lines.append(f"    for i in range({nb}):")
+    res = ", ".join(f"r{j}" for j in range(len(pat)))
+    lines.append(f"        {res} = {call([f'f{i}[i]' for i in range(len(args))])}")
+    for j in range(len(pat)):
+        lines.append(f"        o{j}[i] = r{j}")
+    lines.append(f"    return {', '.join(f'o{j}.reshape({_tup(v.type.shape)})' for j, v in enumerate(pat))}")
+    return _helper(dialect, stem, "\n".join(lines))
+
+
+def _lapack(stem, call, core_rank, operand_cores=None):
+    """The numba form of a decomposition: `call` on 2-D operands, a batched helper on
+    stacks. `core_rank`: how many trailing axes of the first output belong to one matrix."""
     def numba(dialect, fe, e, pat):
-        ops_ = ", ".join(f"np.ascontiguousarray({fe.a(a)})" for a in e.args)
-        return f"np.linalg.{name}({ops_})"
+        if all(a.type.ndim <= 2 for a in e.args):
+            return call([_c(fe.a(a)) for a in e.args], e.p, dialect)
+        cores = operand_cores(e) if operand_cores else [tuple(a.type.shape[-2:]) for a in e.args]
+        out0 = tuple(pat[0].type.shape)
+        batch = out0[:len(out0) - core_rank]
+        h = _batched(dialect, stem, lambda xs: call(xs, e.p, dialect), list(zip(e.args, cores)), pat, batch)
+        return f"{h}({', '.join(fe.a(a) for a in e.args)})"
     return numba
 
 
-def _py(name):
+def _py(name, **kw):
     def py(fe, e, pat):
-        return f"np.linalg.{name}({', '.join(fe.a(a) for a in e.args)})"
+        extra = "".join(f", {k}={v(e.p)!r}" for k, v in kw.items())
+        return f"np.linalg.{name}({', '.join(fe.a(a) for a in e.args)}{extra})"
     return py
 
 
-for _op in ("solve", "slogdet"):
-    register(_op, _lapack(_op), _py(_op))
+# -- solve, slogdet, cholesky, eigh, pinv, svd, qr ----------------------------------------------
+
+def _solve_cores(e):
+    a, b = e.args
+    return [tuple(a.type.shape[-2:]), tuple(b.type.shape[-2:])]
+
+
+register("solve", _lapack("solve", lambda xs, p, d: f"np.linalg.solve({xs[0]}, {xs[1]})", 2, _solve_cores),
+         _py("solve"))
+register("slogdet", _lapack("slogdet", lambda xs, p, d: f"np.linalg.slogdet({xs[0]})", 0), _py("slogdet"))
+register("cholesky", _lapack("cholesky", lambda xs, p, d: f"np.linalg.cholesky({xs[0]})", 2),
+         _py("cholesky"))
+register("eigh", _lapack("eigh", lambda xs, p, d: f"np.linalg.eigh({xs[0]})", 1), _py("eigh"))
+register("pinv", _lapack("pinv", lambda xs, p, d: f"np.linalg.pinv({xs[0]}, {float(p['rcond'])!r})", 2),
+         _py("pinv", rcond=lambda p: float(p["rcond"])))
+register("svd", _lapack("svd", lambda xs, p, d: f"np.linalg.svd({xs[0]}, {bool(p['full'])})", 2),
+         _py("svd", full_matrices=lambda p: bool(p["full"])))
+
+
+def _qr_call(xs, p, dialect):
+    if not p["complete"]:
+        return f"np.linalg.qr({xs[0]})"
+    h = _helper(dialect, "qr_complete", (
+        "(a):\n"
+        "    m, n = a.shape\n"
+        "    sq = np.zeros((m, m), dtype=a.dtype)\n"
+        "    sq[:, :n] = a\n"
+        "    q, r = np.linalg.qr(sq)\n"
+        "    return q, np.ascontiguousarray(r[:, :n])"))
+    return f"{h}({xs[0]})"
+
+
+register("qr", _lapack("qr", _qr_call, 2),
+         _py("qr", mode=lambda p: "complete" if p["complete"] else "reduced"))
+
+
+# -- matmul ---------------------------------------------------------------------------------------
+
+def _matmul_numba(dialect, fe, e, pat):
+    x, y = e.args
+    out = pat[0].type
+    want = out.dtype
+    rx, ry = x.type.ndim, y.type.ndim
+    if rx <= 2 and ry <= 2:   # BLAS on contiguous operands (transposes are views)
+        text = f"{_c(fe.a(x))} @ {_c(fe.a(y))}"
+        dts = {x.type.dtype, y.type.dtype}
+        if want == "f32" or "bool" in dts or want not in dts:
+            text = f"({text}).astype({_nd(want)})" if out.ndim else f"{_nd(want)}({text})"
+        return text
+
+    def operand(a):
+        t = fe.a(a)
+        return t if a.type.dtype == want else f"{t}.astype({_nd(want)})"
+
+    k = x.type.shape[-1]
+    xt = _c(operand(x)) if rx >= 2 else f"{_c(operand(x))}.reshape((1, {k}))"
+    yt = _c(operand(y)) if ry >= 2 else f"{_c(operand(y))}.reshape(({k}, 1))"
+    xs = tuple(x.type.shape) if rx >= 2 else (1, k)
+    ys = tuple(y.type.shape) if ry >= 2 else (k, 1)
+    if len(ys) == 2:   # a stack times one matrix: one BLAS call on the folded stack
+        rows = int(np.prod(xs[:-1], dtype=np.int64))
+        return f"({xt}.reshape(({rows}, {k})) @ {yt}).reshape({_tup(out.shape)})"
+    batch = tuple(np.broadcast_shapes(xs[:-2], ys[:-2]))
+    nb = int(np.prod(batch, dtype=np.int64))
+    m, n = xs[-2], ys[-1]
+    h = _helper(dialect, "bmatmul", (
+        "(x, y):\n"
+        f"    xf = np.ascontiguousarray(np.broadcast_to(x, {_tup(batch + (m, k))})).reshape({_tup((nb, m, k))})\n"
+        f"    yf = np.ascontiguousarray(np.broadcast_to(y, {_tup(batch + (k, n))})).reshape({_tup((nb, k, n))})\n"
+        f"    out = np.empty({_tup((nb, m, n))}, dtype={_nd(want)})\n"
+        f"    for i in range({nb}):\n"
+        "        out[i] = xf[i] @ yf[i]\n"
+        f"    return out.reshape({_tup(out.shape)})"))
+    return f"{h}({xt}, {yt})"
+
+
+register("matmul", _matmul_numba)

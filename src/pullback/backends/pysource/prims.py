@@ -32,15 +32,21 @@ class _PrimEmitter:
         op = e.op
         if op in ("floordiv", "mod", "pow") and st.pat and st.pat[0].type.dtype in ("i64", "bool"):
             self.check_divisor(st, e.args[1], depth)
-        if not getattr(self.mod.dialect, "boundscheck", False):
-            return
-        if op in ("index", "index_update") and e.p["spec"]:
+        bc = getattr(self.mod.dialect, "boundscheck", None)
+        if op in ("index", "index_update") and e.p["spec"] and bc is not False:
+            # dynamic slices always (NumPy and numba clamp slices); indices where the dialect asks
             x = e.args[0]
             it = iter(e.args[1:] if op == "index" else e.args[2:])
             for axis, (n, sp) in enumerate(zip(x.type.shape, e.p["spec"])):
                 if sp[0] == "d":
-                    self.check_index(st, next(it), axis, int(n), depth)
-        elif op in ("take", "take_add"):
+                    i = next(it)
+                    if bc:
+                        self.check_index(st, i, axis, int(n), depth)
+                elif sp[0] == "ds":
+                    self.check_slice(st, next(it), axis, int(n), int(sp[1]), depth)
+        if not bc:
+            return
+        if op in ("take", "take_add"):
             x, idx = e.args[0], e.args[1]
             axis = e.p["axis"]
             n = int(x.type.shape[axis])
@@ -63,6 +69,22 @@ class _PrimEmitter:
         t = self.a(i)
         self.line(depth, f"if {t} < -{n} or {t} >= {n}:")
         self.line(depth + 1, f"raise IndexError({k}, {t})")
+
+    def check_slice(self, st: Let, i, axis: int, n: int, k: int, depth: int) -> None:
+        """``0 <= i <= n - k`` for a dynamic slice ``x[i:i+k]``, unless known: a
+        constant, a loop index with a static bound <= n - k + 1, or checked
+        already in an enclosing body."""
+        if isinstance(i, Const) and 0 <= int(i.value) <= n - k:
+            return
+        key = (i, -n, k)  # not an index check's (i, n)
+        if self.index_bound.get(i, n + 2) <= n - k + 1 or any(key in c for c in self.checked):
+            return
+        if self.checked:
+            self.checked[-1].add(key)
+        site = self.mod.sites.add(checks.Site("slice", st.loc, axis, n, length=k))
+        t = self.a(i)
+        self.line(depth, f"if {t} < 0 or {t} > {n - k}:")
+        self.line(depth + 1, f"raise IndexError({site}, {t})")
 
     def check_divisor(self, st: Let, y, depth: int) -> None:
         """A zero divisor of integer `//`/`%`, or a negative exponent of integer `**`."""
@@ -151,6 +173,9 @@ class _PrimEmitter:
                 i = next(it)
                 t = self.a(i)
                 parts.append(f"int({t})" if i.type.dtype == "bool" else t)
+            elif s[0] == "ds":
+                t = self.a(next(it))
+                parts.append(f"{t}:{t} + {s[1]}")
             else:
                 parts.append(_slice_text(s[1], s[2], s[3], d))
         if drop_trailing:

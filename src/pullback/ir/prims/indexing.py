@@ -3,8 +3,12 @@
 
 `spec` describes one entry per leading dimension of the indexed array:
 ``("d",)`` consumes the next index argument (a scalar i64; the dimension is
-dropped) and ``("s", start, stop, step)`` is a static slice (the dimension is
-kept). Dimensions past the spec are taken whole. `index_update` writes `v`
+dropped), ``("s", start, stop, step)`` is a static slice (the dimension is
+kept) and ``("ds", k)`` is a dynamic slice: it consumes the next index
+argument, the start i (a scalar i64), and keeps ``x[i:i+k]`` (k static, step
+1; the dimension becomes k). A dynamic slice must fit: ``0 <= i <= n - k``
+(never clamped, never wrapped; `DynSliceError`, an `IndexError`, otherwise,
+located by `backends.checks`). Dimensions past the spec are taken whole. `index_update` writes `v`
 into the selected region (``mode="set"``) or adds it there (``mode="add"``);
 `v` broadcasts to the region's shape.
 """
@@ -16,28 +20,62 @@ from . import TABLE, Row, check
 from ._util import unbroadcast
 
 
+def takes_index(s) -> bool:
+    """Whether spec entry `s` consumes an index argument ("d" and "ds")."""
+    return s[0] in ("d", "ds")
+
+
+class DynSliceError(IndexError):
+    """A dynamic slice ``x[i:i+k]`` that does not fit its axis (raised by the impls;
+    `backends.checks.from_exception` turns it into the located error)."""
+
+    def __init__(self, start, length, axis, size):
+        super().__init__(f"slice start {start} with length {length} is out of bounds for axis {axis} with size {size}")
+        self.start, self.length, self.axis, self.size = start, length, axis, size
+
+
 def region_shape(shape, spec):
     out = []
     for d, s in zip(shape, spec):
         if s[0] == "s":
             out.append(len(range(*slice(s[1], s[2], s[3]).indices(d))))
+        elif s[0] == "ds":
+            out.append(s[1])
     out.extend(shape[len(spec):])
     return tuple(out)
 
 
 def _check_spec(t, spec, idx_types):
     check(len(spec) <= t.ndim, f"too many indices ({len(spec)}) for array {t}")
-    nd = sum(1 for s in spec if s[0] == "d")
+    nd = sum(1 for s in spec if takes_index(s))
     check(nd == len(idx_types), "index: spec and index arguments disagree")
+    for s, d in zip(spec, t.shape):
+        check(s[0] in ("d", "s", "ds"), f"index: bad spec entry {s!r}")
+        if s[0] == "ds":
+            check(isinstance(s[1], int) and 0 <= s[1] <= d,
+                  f"a dynamic slice of length {s[1]} does not fit an axis of size {d}")
     for it in idx_types:
         check(it.ndim == 0 and it.dtype in ("i64", "bool"),
               f"array indices must be integer scalars, got {it}",
               hint="use int(...) or .astype(int) for computed indices")
 
 
-def np_index(spec, idx):
+def np_index(spec, idx, shape=None):
+    """The NumPy key of `spec` with index values `idx`; with `shape`, dynamic
+    slices are checked to fit (`DynSliceError`)."""
     it = iter(idx)
-    return tuple(int(next(it)) if s[0] == "d" else slice(s[1], s[2], s[3]) for s in spec)
+    out = []
+    for axis, s in enumerate(spec):
+        if s[0] == "d":
+            out.append(int(next(it)))
+        elif s[0] == "ds":
+            i = int(next(it))
+            if shape is not None and not 0 <= i <= shape[axis] - s[1]:
+                raise DynSliceError(i, s[1], axis, shape[axis])
+            out.append(slice(i, i + s[1]))
+        else:
+            out.append(slice(s[1], s[2], s[3]))
+    return tuple(out)
 
 
 def _index_type(ts, spec):
@@ -47,7 +85,8 @@ def _index_type(ts, spec):
 
 
 def _index_impl(x, *idx, spec):
-    r = np.asarray(x)[np_index(spec, idx)]
+    x = np.asarray(x)
+    r = x[np_index(spec, idx, x.shape)]
     return r.copy() if isinstance(r, np.ndarray) else r
 
 
@@ -81,7 +120,7 @@ def _update_type(ts, spec, mode):
 
 def _update_impl(x, v, *idx, spec, mode):
     r = np.array(x, copy=True)
-    ix = np_index(spec, idx)
+    ix = np_index(spec, idx, r.shape)
     if mode == "set":
         r[ix] = v
     else:

@@ -1,13 +1,16 @@
 """Return sweep of a call: ``x_adj += g_vjp(x, y_adj)``.
 
 The callee's vjp re-executes the callee's forward sweep (Futhark's redundant
-execution at function granularity), so recursion needs no tape.
+execution at function granularity), so recursion needs no tape. A callee
+with a user-given rule (`pb.custom_vjp` / `pb.custom_jvp`) is reversed by the
+function `custom.vjp_name` gives instead (note [custom-rules]).
 """
 from __future__ import annotations
 
 from ...ir import names
 from ...ir.core import Apply, Var
 from .._common import differentiable
+from .custom import vjp_name
 
 
 def rev(ctx, b, st, adj) -> None:
@@ -19,7 +22,7 @@ def rev(ctx, b, st, adj) -> None:
         return
     if not any(isinstance(a, Var) and a in ctx.varied for a in e.args):
         return
-    vname = ctx.func(e.func)
+    vname = vjp_name(ctx, callee) or ctx.func(e.func)
     ctx.vjp_of[vname] = e.func
     ct_args = [c if c is not None else adj.get_or_zero(v) for v, c in zip(outs, cts)]
     res = [b.fresh(v.name, v.type) for v in st.pat]

@@ -150,7 +150,7 @@ def _project(st, array, inner) -> list:
     for w in inner:
         spec, idx, it = [], [], iter(w.idx)
         for s, d in zip(w.spec, array.type.shape):
-            if s[0] != "d":
+            if s[0] not in ("d", "ds"):
                 spec.append(s)
                 continue
             a = next(it)
