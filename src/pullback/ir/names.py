@@ -66,6 +66,11 @@ def segment_func(key: str) -> str:
     return key + "_ckpt"
 
 
+def step_func(fname: str) -> str:
+    """One step of `fname`'s step machine (whole-program checkpointing)."""
+    return fname + "_step"
+
+
 def tape(t) -> str:
     """The residual store of split mode for values of type `t`: ``tape_f64``,
     ``tape_f64_arr3x4``, ``tape_store``."""

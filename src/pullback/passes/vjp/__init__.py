@@ -42,7 +42,11 @@ def vjp_prog(prog: Prog, fname: str | None = None, fresh=None, checkpoint=None) 
     from ..simplify import simplify_func
 
     entry = fname or prog.entry
-    plan = SplitPlan(prog, entry, checkpoint or DEFAULT)
+    machine = prog
+    if getattr(checkpoint, "loops", False):
+        machine = _as_machine(prog, entry, fresh)
+    plan = SplitPlan(machine, entry, checkpoint or DEFAULT, joint={entry} if machine is not prog else ())
+    prog = machine
     derived = (DerivedNames(prog, names.vjp_func, fresh), DerivedNames(prog, names.fwd_func, fresh),
                DerivedNames(prog, names.bwd_func, fresh), DerivedNames(prog, names.segment_func, fresh))
     # split mode learns the residual types and the parameters each f_bwd takes
@@ -64,6 +68,26 @@ def vjp_prog(prog: Prog, fname: str | None = None, fresh=None, checkpoint=None) 
 
     typecheck.maybe_check(out, "vjp")
     return out, name
+
+
+def _as_machine(prog: Prog, entry: str, fresh) -> Prog:
+    """Whole-program checkpointing (note [loop-checkpointing]): an entry that can
+    reach a recursion becomes its step machine (`cps_step_prog`), one `while` loop
+    whose state holds the call stack, so the loop schedules apply to the whole run.
+    Programs whose functions take stores or have custom rules stay as they are."""
+    from ...ir.types import StoreType
+    from ..cps import cps_step_prog
+    from ...ir.traverse import reachable_funcs
+    from .tape import recursive_funcs
+
+    if not recursive_funcs(prog, entry):
+        return prog
+    reach = [prog.func(n) for n in sorted(reachable_funcs(prog, [entry]))]
+    if any(f.rules or any(isinstance(p.type, StoreType) for p in f.params) for f in reach):
+        return prog
+    step = DerivedNames(prog, names.step_func, fresh).name(entry)
+    lowered = cps_step_prog(Prog(tuple(reach), entry), step)
+    return prog.with_funcs([lowered.main if f.name == entry else f for f in prog.funcs] + [lowered.func(step)])
 
 
 class RevContext:

@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import PullbackError
-from ...ir.core import Body, Const, ForForm, Func, Let, Loop, Var, WhileForm
+from ...ir.core import Apply, Body, Const, ForForm, Func, Let, Loop, Var, WhileForm
 from ...ir.names import NameSupply
 from ...ir.traverse import free_vars, rename_body
 from ...ir.types import BOOL, F64, I64, StoreType, TensorType
@@ -53,9 +53,23 @@ def eligible(ctx, st) -> bool:
         return False
     e = st.exp
     bound = set(e.params) | ({e.form.index} if isinstance(e.form, ForForm) else set())
-    if any(isinstance(v.type, StoreType) for v in list(e.params) + list(free_vars(e.body) - bound)):
+    if any(isinstance(v.type, StoreType) for v in free_vars(e.body) - bound):
+        return False
+    if any(isinstance(p.type, StoreType) for p in e.params) and not _machine_loop(e):
         return False
     return schedule(ctx, st) is not None
+
+
+def _machine_loop(e: Loop) -> bool:
+    """A step-machine loop (`cps_step_prog`): its body is one call of the step
+    function. Its stores (the call stack) are snapshotted by copying them, and a
+    step is reversed through the step function's split-mode vjp."""
+    return len(e.body.stmts) == 1 and isinstance(e.body.stmts[0].exp, Apply)
+
+
+def _copies(b, state):
+    """The state with each store copied (a snapshot the run from it must not change)."""
+    return [b.emit("store_copy", v, name=v.name) if isinstance(v.type, StoreType) else v for v in state]
 
 
 def state_bytes(e: Loop) -> int:
@@ -97,6 +111,11 @@ def _budget_snapshots(ctx, st) -> int | None:
 
 def fwd(ctx, b, st) -> CheckpointTape:
     e = st.exp
+    if any(isinstance(p.type, StoreType) for p in e.params):
+        # a machine loop mutates its stores: it runs on copies, the initial state
+        # stays the first snapshot
+        e = Loop(e.params, tuple(_copies(b, e.init)), e.form, e.body)
+        st = Let(st.pat, e, st.loc)
     if isinstance(e.form, ForForm):
         b.stmts.append(st)
         return CheckpointTape(e.form.bound)
@@ -224,7 +243,7 @@ def _split_body(ctx, fb, seg: _Seg, sig: _Sig):
         m = wb.emit("floordiv", t, Const(2, I64), name="m")
         s_right = s
     mid = wb.emit("add", lo, m, name="mid")
-    smid = _advance(ctx, wb, e, popped, lo, m, Fm)
+    smid = _advance(ctx, wb, e, _copies(wb, popped), lo, m, Fm)
     w_st3 = [wb.emit("store_push", x, v, name="snapshot") for x, v in zip(w_st2, popped)]
     rr = wb.apply(name, [mid, w_hi, s_right] + list(smid) + F + w_ca + w_cf, rets,
                   names=[x.name for x in CA + CF])
@@ -273,7 +292,7 @@ def _strip_body(ctx, fb, seg: _Seg, sig: _Sig):
     k = kb.fresh("k", I64)
     ks = [kb.fresh("snapshots", x.type) for x in stores]
     kp = [kb.fresh(p.name, p.type) for p in P]
-    ks2 = [kb.emit("store_push", x, v, name="snapshots") for x, v in zip(ks, kp)]
+    ks2 = [kb.emit("store_push", x, v, name="snapshots") for x, v in zip(ks, _copies(kb, kp))]
     start = kb.emit("add", lo, kb.emit("mul", k, c, name="off"), name="start")
     n = kb.emit("minimum", c, kb.emit("sub", hi, start, name="left"), name="n")
     adv = _advance(ctx, kb, e, kp, start, n, Fm)
