@@ -273,12 +273,23 @@ def _strip_body(ctx, fb, seg: _Seg, sig: _Sig):
     e = seg.st.exp
     lo, hi, lv, P, F, Fm, CA, CF = sig.lo, sig.hi, sig.s, sig.P, sig.F, sig.Fm, sig.CA, sig.CF
     t = fb.emit("sub", hi, lo, name="t")
-    last = fb.emit("le", lv, Const(1, I64), name="last_level")
-    base = _store_range(ctx, fb.child(), seg, P, lo, t, Fm, CA + CF)
+    if _machine_loop(e):
+        # a machine loop cannot be reversed by the store-all rule (its stores are
+        # mutated): the last level's chunks are single steps, reversed by `_step`
+        last = fb.emit("le", t, Const(1, I64), name="last_level")
+        sb = fb.child()
+        one = sb.emit("eq", t, Const(1, I64), name="one")
+        res = sb.if_(one, _step(ctx, sb.child(), seg, P, lo, Fm, CA + CF), Body((), tuple(CA + CF)),
+                     names=[x.name for x in CA + CF])
+        base = sb.body(list(res))
+    else:
+        last = fb.emit("le", lv, Const(1, I64), name="last_level")
+        base = _store_range(ctx, fb.child(), seg, P, lo, t, Fm, CA + CF)
     ob = fb.child()
     # chunks: about t ** (1 / levels) of them, of c iterations (the last may be shorter)
     tf = ob.emit("cast", t, dtype="f64", name="tf")
-    inv = ob.emit("div", Const(1.0, F64), ob.emit("cast", lv, dtype="f64", name="lf"), name="inv")
+    lvp = ob.emit("maximum", lv, Const(1, I64), name="levels")
+    inv = ob.emit("div", Const(1.0, F64), ob.emit("cast", lvp, dtype="f64", name="lf"), name="inv")
     nch0 = ob.emit("cast", ob.emit("ceil", ob.emit("pow", tf, inv, name="r"), name="r"), dtype="i64", name="n")
     nch0 = ob.emit("maximum", nch0, Const(1, I64), name="n")
     c = ob.emit("floordiv", ob.emit("sub", ob.emit("add", t, nch0, name="u"), Const(1, I64), name="u"), nch0,
