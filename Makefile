@@ -15,9 +15,12 @@ venv: $(VENV)/.stamp
 example: $(VENV)/.stamp
 	$(BIN)/python examples/quickstart.py
 
+# the fast subset (what CI runs): the function-table tests on a pairwise covering of
+# backend x mode x order (tests/test_numpy_table.py), the numba tests of a corpus subset
 test: $(VENV)/.stamp
 	$(BIN)/python -m pytest -q -m "not slow" tests
 
+# everything, slow tests included: the full cross product of the function-table tests
 test-all: $(VENV)/.stamp
 	$(BIN)/python -m pytest -q tests
 

@@ -93,6 +93,8 @@ class Case:
 
 # a well-conditioned matrix for the linear-algebra rows
 WELL = np.array([[2.0, 0.3, -0.5], [0.1, 1.5, 0.4], [-0.3, 0.2, 1.8]])
+SPD = WELL @ WELL.T + np.eye(3)
+SYM = np.array([[1.0, 0.3, -0.2], [0.3, 2.5, 0.4], [-0.2, 0.4, 4.0]])  # well-separated eigenvalues
 
 # -- the table -----------------------------------------------------------------------
 
@@ -263,9 +265,21 @@ CASES: dict[str, list[Case]] = {
                  Case((F(5, 3), I([1, 1]), F(5, 2)), {"axis": 1}, ref=_ref_take_add),
                  Case((F(5), I([[0, 1], [1, 4]]), F(2, 2)), {"axis": 0}, ref=_ref_take_add)],
     # linear algebra: all four rank combinations
-    "matmul": [Case((F(3, 4), F(4, 2))), Case((F(4), F(4, 2))), Case((F(3, 4), F(4))), Case((F(4), F(4)))],
-    "solve": [Case((Arg("f64", (3, 3), value=WELL), F(3))), Case((Arg("f64", (3, 3), value=WELL), F(3, 2)))],
-    "slogdet": [Case((Arg("f64", (3, 3), value=WELL),)), Case((Arg("f64", (3, 3), value=-WELL),))],
+    "matmul": [Case((F(3, 4), F(4, 2))), Case((F(4), F(4, 2))), Case((F(3, 4), F(4))), Case((F(4), F(4))),
+               Case((F(2, 3, 4), F(4, 2))), Case((F(3, 4), F(2, 4, 2))), Case((F(2, 1, 3, 4), F(3, 4, 2))),
+               Case((F(4), F(2, 4, 3))), Case((F(2, 3, 4), F(4)))],
+    "cholesky": [Case((Arg("f64", (3, 3), value=SPD),)),
+                 Case((Arg("f64", (2, 3, 3), value=np.stack([SPD, 2 * SPD])),))],
+    "qr": [Case((F(4, 3),), {"complete": False}), Case((F(3, 5),), {"complete": False}),
+           Case((F(2, 4, 3),), {"complete": False})],
+    "eigh": [Case((Arg("f64", (3, 3), value=SYM),)), Case((Arg("f64", (2, 3, 3), value=np.stack([SYM, -SYM])),))],
+    "svd": [Case((F(4, 3),), {"full": False}), Case((F(3, 4),), {"full": False}),
+            Case((F(2, 3, 3),), {"full": False})],
+    "pinv": [Case((F(4, 3),), {"rcond": 1e-15}), Case((F(2, 3, 4),), {"rcond": 1e-15})],
+    "solve": [Case((Arg("f64", (3, 3), value=WELL), F(3))), Case((Arg("f64", (3, 3), value=WELL), F(3, 2))),
+              Case((Arg("f64", (2, 3, 3), value=np.stack([WELL, WELL.T])), F(3, 2)))],
+    "slogdet": [Case((Arg("f64", (3, 3), value=WELL),)), Case((Arg("f64", (3, 3), value=-WELL),)),
+                Case((Arg("f64", (2, 3, 3), value=np.stack([WELL, -WELL])),))],
     # special functions (ir/prims/special.py); references are SciPy's
     "erf": unary_cases(ref=lambda x: sp.erf(x)),
     "erfc": unary_cases(ref=lambda x: sp.erfc(x)),
@@ -305,6 +319,11 @@ _OTHER_REF = {
     "argsort": lambda x: np.argsort(x, axis=-1, kind="stable"),
     "stop_gradient": lambda x: x,
     "solve": np.linalg.solve,
+    "cholesky": np.linalg.cholesky,
+    "qr": lambda a, complete: np.linalg.qr(a, mode="complete" if complete else "reduced")[0],
+    "eigh": lambda a: np.linalg.eigh(a)[0],
+    "svd": lambda a, full: np.linalg.svd(a, full_matrices=full)[0],
+    "pinv": lambda a, rcond: np.linalg.pinv(a, rcond=rcond),
     "slogdet": lambda a: np.linalg.slogdet(a)[0],  # the first result (the sign)
     "reshape": lambda x, shape: np.reshape(x, shape),
     "transpose": lambda x, perm: np.transpose(x, perm),

@@ -151,6 +151,10 @@ def user_error(e: BaseException) -> PullbackError:
     if isinstance(e, MemoryError):
         return PullbackError(f"out of memory{': ' + str(e) if str(e) else ''}", loc=loc,
                              hint="the arrays this call needs do not fit in memory; use smaller inputs")
+    if type(e).__name__ == "LinAlgError":  # numpy.linalg.LinAlgError, from LAPACK on these inputs
+        return PullbackError(f"linear algebra error: {e}", loc=loc,
+                             hint="the matrix is singular, not positive definite, or the routine did not "
+                                  "converge for these inputs (as in NumPy); check the inputs")
     if isinstance(e, OverflowError):
         return PullbackError(f"a number does not fit in 64 bits: {e}", loc=loc,
                              hint="integer arguments must lie in [-2**63, 2**63); pass large values as floats")

@@ -43,6 +43,7 @@ CASES = {
     "cholesky": (lambda a: np.linalg.cholesky(spd(a)), (SQ,), 2),
     "cholesky_upper": (lambda a: np.linalg.cholesky(spd(a), upper=True), (SQ,), 1),
     "cholesky_raw": (lambda a: np.linalg.cholesky(a + 4 * I3), (SQ,), 2),   # reads the lower triangle only
+    "cholesky_raw_upper": (lambda a: np.linalg.cholesky(a + 4 * I3, upper=True), (SQ,), 1),   # the upper one
     "solve": (lambda a, b: np.linalg.solve(a + 3 * I3, b), (SQ, VEC), 2),
     "solve_mat": (lambda a, b: np.linalg.solve(a + 3 * I3, b), (SQ, TALL.T), 1),
     "inv": (lambda a: np.linalg.inv(a + 3 * I3), (SQ,), 2),

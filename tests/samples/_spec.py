@@ -12,7 +12,14 @@ A sample module (one per area, `tests/samples/<area>.py`) defines
 - ``args``: argument specs, `F(*shape, lo=, hi=)` (uniform floats in [lo, hi]);
 - ``order``: highest derivative order checked (2 unless the function is only
   piecewise smooth there); ``rtol``/``atol``: tolerances of the comparisons;
-- ``backends``: where it is checked (all three by default).
+- ``backends``: where it is checked (all three by default);
+- ``id``: a short label that tells apart several samples of one function
+  (default: the function's name, numbered when it has several samples);
+- ``eps``: the step of the central differences (widen it for float32 results).
+
+Each function's first sample whose arguments have rank <= 2 is the one the fast
+numba tests compile (bundled with others'); keep it small. Every sample is
+checked on interp (and, in the slow tests, on pysource and numba) on its own.
 """
 from __future__ import annotations
 
@@ -48,6 +55,7 @@ class S:
     atol: float = 1e-7
     backends: tuple = ("interp", "pysource", "numba")
     id: str = field(default="")
+    eps: float = 1e-6
 
     def make(self, seed: int = 0):
         rng = np.random.default_rng(seed)

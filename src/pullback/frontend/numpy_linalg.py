@@ -107,8 +107,9 @@ def _det(st, a):
 @_reg(np.linalg.cholesky)
 def _cholesky(st, a, upper=False):
     a = _matrix(st, a, "cholesky", square=True)
-    L = ops.emit(st, "cholesky", a.atom)
-    return _mT(st, L) if _static(upper, "np.linalg.cholesky's upper") else L
+    if _static(upper, "np.linalg.cholesky's upper"):   # NumPy reads the upper triangle: that of A^T
+        return _mT(st, ops.emit(st, "cholesky", _mT(st, a).atom))
+    return ops.emit(st, "cholesky", a.atom)
 
 
 @_reg(np.linalg.qr)
