@@ -98,3 +98,14 @@ def test_machine_errors():
         pb.resume((1, 2))
     with pytest.raises(pb.PullbackError, match="backend='numba' is not supported"):
         pb.primops(tree, 0.7, np.int64(3), backend="numba")
+
+
+def test_store_copy_is_independent_of_the_original():
+    from pullback.ir.prims.stores import StoreValue, _copy_impl
+
+    s = StoreValue(8)
+    s.push(1.0).push(2.0)
+    c = _copy_impl(s)
+    s.pop()
+    s.push(5.0)
+    assert c.pop()[1] == 2.0 and c.pop()[1] == 1.0 and s.items == [1.0, 5.0]

@@ -157,5 +157,11 @@ TABLE.add(Row("store_new", _new_type, lambda elem: StoreValue(elem.nbytes, _SLOT
               cost=_store_cost, zero_deriv=True))
 TABLE.add(Row("store_push", _push_type, lambda s, v: s.push(v), _push_jvp, _push_vjp, _store_cost))
 TABLE.add(Row("store_pop", _pop_type, lambda s: s.pop(), _pop_jvp, _pop_vjp, _store_cost, multi=True))
-TABLE.add(Row("store_copy", lambda ts: (ts[0],), _copy_impl, _copy_jvp, cost=_store_cost))
+def _copy_vjp(b, a, o, cts, need):
+    # a copy is the identity on the values: its adjoint store is the copy's (a store
+    # used again after it is copied gets a second adjoint, which `Adjoints` refuses)
+    return [cts[0]]
+
+
+TABLE.add(Row("store_copy", lambda ts: (ts[0],), _copy_impl, _copy_jvp, _copy_vjp, _store_cost))
 TABLE.add(Row("store_zeros_like", lambda ts: (ts[0],), _zeros_like_impl, cost=_store_cost, zero_deriv=True))
