@@ -109,3 +109,12 @@ def test_store_copy_is_independent_of_the_original():
     s.pop()
     s.push(5.0)
     assert c.pop()[1] == 2.0 and c.pop()[1] == 1.0 and s.items == [1.0, 5.0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["bisection", "binomial3"])
+def test_recursive_gradients_numba(strategy):
+    for case in ("tree", "vec_tree"):
+        f, args = CASES[case]
+        np.testing.assert_allclose(pb.grad(f, backend="numba", checkpoint=STRATEGIES[strategy])(*args),
+                                   pb.grad(f, backend="interp")(*args), rtol=1e-12)

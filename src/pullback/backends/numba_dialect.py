@@ -190,6 +190,19 @@ class NumbaDialect:
             outs = [fe.bind(v) for v in st.pat]
             fe.line(depth, f"{outs[0]}, {outs[1]} = _st_pop{k}({fe.a(args[0])})")
             self.meter_line(fe, depth, -args[0].type.elem.nbytes)
+        elif op == "store_copy":
+            elem = args[0].type.elem
+            k = self.store_type(elem)
+            if isinstance(elem, StoreType):
+                raise PullbackError("numba backend: copying a store of stores is not supported",
+                                    hint="use backend='pysource' or 'interp' for this program")
+            if self.push_copies(elem):
+                src = (f"{self.deco_inline}\ndef _st_copy{k}(s):\n    buf, n = s\n"
+                       f"    new = np.empty_like(buf)\n    new[:n] = buf[:n]\n    return (new, n)")
+            else:
+                src = f"{self.deco}\ndef _st_copy{k}(s):\n    return s.copy()"
+            h = self.helper(f"_st_copy{k}", src)
+            fe.line(depth, f"{fe.bind(st.pat[0])} = {h}({fe.a(args[0])})")
         elif op == "store_zeros_like":
             k = self.store_type(args[0].type.elem)
             fe.line(depth, f"{fe.bind(st.pat[0])} = _st_zeros{k}({fe.a(args[0])})")
