@@ -18,7 +18,7 @@ from .api import (
     vjp,
 )
 from .checkpointing import Binomial, Bisection, Budget, Joint, Online, Store, StripMine
-from .custom import ShapeDtypeStruct, custom_jvp, custom_vjp, pure_callback
+from .custom import ShapeDtypeStruct, checkpoint, custom_jvp, custom_vjp, pure_callback
 from .lax import stop_gradient
 from .machine import Capsule, interrupt, primops, resume
 from .errors import (
