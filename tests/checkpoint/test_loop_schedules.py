@@ -142,7 +142,7 @@ def test_online_is_the_binomial_schedule_on_the_counted_trips():
     def f(x):
         s = x
         while s[0] < 50.0:
-            s = s * 1.01 + np.sin(s) * 0.1 + 0.05
+            s = s * 1.05 + np.sin(s) * 0.1 + 0.05
         return np.sum(s)
     x = np.linspace(0.5, 1.0, 8)
     r = pb.memory_report(f, x, checkpoint=pb.Online(snapshots=3))
