@@ -146,7 +146,7 @@ def test_online_is_the_binomial_schedule_on_the_counted_trips():
         return np.sum(s)
     x = np.linspace(0.5, 1.0, 8)
     r = pb.memory_report(f, x, checkpoint=pb.Online(snapshots=3))
-    assert r.peak_bytes <= 4 * x.nbytes
+    assert r.peak_bytes <= 4 * (x.nbytes + 1)  # 3 snapshots and the working state (the array and the bool condition)
     np.testing.assert_allclose(pb.grad(f, checkpoint=pb.Online(snapshots=3), backend="interp")(x),
                                pb.grad(f, backend="interp")(x), rtol=1e-10)
 
