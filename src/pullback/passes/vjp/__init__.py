@@ -83,11 +83,21 @@ def _as_machine(prog: Prog, entry: str, fresh) -> Prog:
     if not recursive_funcs(prog, entry):
         return prog
     reach = [prog.func(n) for n in sorted(reachable_funcs(prog, [entry]))]
-    if any(f.rules or any(isinstance(p.type, StoreType) for p in f.params) for f in reach):
+    if any(f.rules or _uses_stores(f) for f in reach):
+        # custom rules, or derivative code (stores: a derivative differentiated again,
+        # e.g. a checkpointed loop's segment functions) stay as they are: split mode
         return prog
     step = DerivedNames(prog, names.step_func, fresh).name(entry)
     lowered = cps_step_prog(Prog(tuple(reach), entry), step)
     return prog.with_funcs([lowered.main if f.name == entry else f for f in prog.funcs] + [lowered.func(step)])
+
+
+def _uses_stores(f) -> bool:
+    from ...ir.traverse import iter_lets
+    from ...ir.types import StoreType
+
+    return (any(isinstance(p.type, StoreType) for p in f.params)
+            or any(isinstance(v.type, StoreType) for st in iter_lets(f.body) for v in st.pat))
 
 
 class RevContext:
