@@ -117,6 +117,25 @@ def test_binomial_memory_is_its_snapshots():
         assert r.peak_bytes <= (s + 1) * x.nbytes  # s snapshots and the working state
 
 
+def test_budget_stores_ranges_that_fit():
+    """A traced trip count: the store-all reversal of any range that fits in half
+    the budget, binomial splits above it; memory stays within the budget."""
+    def f(x, n):
+        s = x
+        for i in range(n):
+            s = np.sin(s) * 0.9 + 0.1 * s
+        return np.sum(s)
+    x = np.linspace(0.1, 1.0, 16)
+    w = x.nbytes
+    for budget in (8 * w, 40 * w, 10 ** 9):
+        r = pb.memory_report(f, x, np.int64(300), checkpoint=pb.Budget(bytes=budget))
+        assert r.peak_bytes <= budget + w, (budget, r)
+        np.testing.assert_allclose(pb.grad(f, checkpoint=pb.Budget(bytes=budget), backend="interp")(x, np.int64(300)),
+                                   pb.grad(f, backend="interp")(x, np.int64(300)), rtol=1e-12)
+    # everything fits: one re-execution stores the whole run (no splitting)
+    assert pb.memory_report(f, x, np.int64(300), checkpoint="auto").recompute_factor < 3.1
+
+
 def test_budget_fits_and_prefers_storing():
     x = np.linspace(0.1, 1.0, 16)
     w = x.nbytes
@@ -220,7 +239,7 @@ CASES = {
     "branch_call": (f_branch_call, (np.linspace(0.2, 0.9, 4),)),
 }
 STRATEGIES = {"bisection": pb.Bisection(), "binomial1": pb.Binomial(snapshots=1),
-              "binomial3": pb.Binomial(snapshots=3), "budget": pb.Budget(bytes=300),
+              "binomial3": pb.Binomial(snapshots=3), "budget": pb.Budget(bytes=1000),
               "strip2": pb.StripMine(levels=2), "strip3": pb.StripMine(levels=3),
               "online": pb.Online(snapshots=2), "auto": "auto"}
 
@@ -291,7 +310,7 @@ def test_bad_strategy_arguments(bad, msg):
 
 def test_budget_too_small_names_the_loop():
     x = np.linspace(0.1, 1.0, 16)
-    with pytest.raises(pb.PullbackError, match=r"cannot hold one snapshot of this loop's state \(128 bytes\)") as ei:
+    with pytest.raises(pb.PullbackError, match=r"cannot hold two snapshots of this loop's state \(128 bytes each\)") as ei:
         pb.grad(_loop(50), checkpoint=pb.Budget(bytes=100))(x)
     assert "test_loop_schedules.py" in str(ei.value) and "for i in range(t)" in str(ei.value)
 

@@ -109,6 +109,7 @@ class RevContext:
         self.names, self.fwd_names, self.bwd_names, self.seg_names = derived
         self.strategy = plan.strategy
         self.seg_count = 0           # segment functions of checkpointed loops made (checkpoint.py)
+        self.ckpt_step = 0           # > 0 while a checkpointed loop's step is reversed (checkpoint.py)
         self.built: set = set()
         self.new_funcs: list[Func] = []
         # per-function state, set by `func`

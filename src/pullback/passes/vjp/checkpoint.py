@@ -57,7 +57,19 @@ def eligible(ctx, st) -> bool:
         return False
     if any(isinstance(p.type, StoreType) for p in e.params) and not _machine_loop(e):
         return False
+    if ctx.ckpt_step and _updates_in_place(e):
+        # inside a checkpointed loop's step, a loop that updates an array in place keeps
+        # the store-all rule: its undo log is bounded by the step's work, where each of its
+        # own snapshots would copy the whole array (Gaussian elimination: O(n^3 log n)
+        # time, not O(n^5), and the same O(n^2 log n) memory)
+        return False
     return schedule(ctx, st) is not None
+
+
+def _updates_in_place(e: Loop) -> bool:
+    from .loop import _update_chains
+
+    return bool(_update_chains(e.body, e.params))
 
 
 def _machine_loop(e: Loop) -> bool:
@@ -89,7 +101,7 @@ def schedule(ctx, st):
     if isinstance(s, StripMine):
         return ("strip", s.levels) if s.levels > 1 else None
     n = _budget_snapshots(ctx, st)
-    return None if n is None else ("binomial", n)
+    return None if n is None else ("budget", n)
 
 
 def _budget_snapshots(ctx, st) -> int | None:
@@ -101,12 +113,17 @@ def _budget_snapshots(ctx, st) -> int | None:
         w = state_bytes(e)
         if isinstance(e.form, ForForm) and isinstance(e.form.bound, Const) and int(e.form.bound.value) * w <= s.bytes:
             return None
-        if w > s.bytes:
-            raise PullbackError(f"checkpoint=pb.Budget(bytes={s.bytes}) cannot hold one snapshot of this loop's "
-                                f"state ({w} bytes)", loc=st.loc,
-                                hint=f"raise the budget to at least {w} bytes, or use pb.Bisection()")
-        return s.bytes // w
+        if 2 * w > s.bytes:
+            raise PullbackError(f"checkpoint=pb.Budget(bytes={s.bytes}) cannot hold two snapshots of this loop's "
+                                f"state ({w} bytes each)", loc=st.loc,
+                                hint=f"raise the budget to at least {2 * w} bytes, or use pb.Bisection()")
+        # half the budget for snapshots (at most 64: the recursion is that deep), half
+        # for the store-all reversal of a range that fits
+        return max(1, min(s.bytes // 2 // w, _MAX_SNAPSHOTS))
     return None
+
+
+_MAX_SNAPSHOTS = 64
 
 
 def fwd(ctx, b, st) -> CheckpointTape:
@@ -138,7 +155,9 @@ class _Seg:
     act: list
     free: list
     fvs: list
-    kind: str               # "bisection", "binomial" or "strip"
+    kind: str               # "bisection", "binomial", "budget" or "strip"
+    w: int = 0              # budget: bytes a store-all reversal keeps per iteration (the state's)
+    cap: int = 0            # budget: the bytes a range reversed by store-all may take
 
 
 def rev(ctx, b, st, adj, tape: CheckpointTape) -> None:
@@ -152,6 +171,8 @@ def rev(ctx, b, st, adj, tape: CheckpointTape) -> None:
     fvs = [v for v in free if v in ctx.varied and differentiable(v.type)]
     kind, s0 = schedule(ctx, st)
     seg = _Seg(st, act, free, fvs, kind)
+    if kind == "budget":
+        seg.w, seg.cap = max(state_bytes(e), 1), ctx.strategy.bytes // 2
     fname = _build(ctx, seg)
     ca = [adj.get(outs[i]) if adj.get(outs[i]) is not None else adj.get_or_zero(outs[i]) for i in act]
     cf = [adj.get_or_zero(v) for v in fvs]
@@ -218,12 +239,19 @@ def _split_body(ctx, fb, seg: _Seg, sig: _Sig):
     e = seg.st.exp
     name, lo, hi, s, P, F, Fm, CA, CF, rets = (sig.name, sig.lo, sig.hi, sig.s, sig.P, sig.F, sig.Fm,
                                                 sig.CA, sig.CF, sig.rets)
-    # the snapshot: the state at `lo`, held in stores while the segment runs
+    # the snapshot: the state at `lo`, held in stores while the segment runs; only
+    # the parameters the body reads (a `while` loop's condition is recomputed)
+    live = _live(e)
     stores = []
-    for p in P:
-        s0 = fb.emit("store_new", elem=p.type, name="snapshot")
-        stores.append(fb.emit("store_push", s0, p, name="snapshot"))
-    cond0 = fb.emit("gt", fb.emit("sub", hi, lo, name="t"), Const(1, I64), name="more")
+    for k in live:
+        s0 = fb.emit("store_new", elem=P[k].type, name="snapshot")
+        stores.append(fb.emit("store_push", s0, P[k], name="snapshot"))
+    budget = seg.kind == "budget" and not _machine_loop(e)  # (a machine's steps cannot be stored)
+    t0 = fb.emit("sub", hi, lo, name="t")
+    cond0 = fb.emit("gt", t0, Const(1, I64), name="more")
+    if budget:  # a range whose store-all reversal fits in the budget is not split
+        cond0 = fb.emit("and", cond0, fb.emit("gt", fb.emit("mul", t0, Const(seg.w, I64), name="bytes"),
+                                              Const(seg.cap, I64), name="big"), name="more")
     wb = fb.child()
     w_hi = wb.fresh("hi", I64)
     w_st = [wb.fresh("snapshot", x.type) for x in stores]
@@ -235,19 +263,24 @@ def _split_body(ctx, fb, seg: _Seg, sig: _Sig):
         x2, v = wb.emit_multi("store_pop", x, name="state")
         popped.append(v)
         w_st2.append(x2)
+    full = _fill(wb, e, live, popped)
     t = wb.emit("sub", w_hi, lo, name="t")
-    if seg.kind == "binomial":
+    if seg.kind in ("binomial", "budget"):
         m = wb.emit("revolve_split", t, s, name="m")
         s_right = wb.emit("sub", s, Const(1, I64), name="snaps")
     else:
         m = wb.emit("floordiv", t, Const(2, I64), name="m")
         s_right = s
     mid = wb.emit("add", lo, m, name="mid")
-    smid = _advance(ctx, wb, e, _copies(wb, popped), lo, m, Fm)
+    smid = _advance(ctx, wb, e, _copies(wb, full), lo, m, Fm)
     w_st3 = [wb.emit("store_push", x, v, name="snapshot") for x, v in zip(w_st2, popped)]
     rr = wb.apply(name, [mid, w_hi, s_right] + list(smid) + F + w_ca + w_cf, rets,
                   names=[x.name for x in CA + CF])
-    nxt = wb.emit("gt", wb.emit("sub", mid, lo, name="t"), Const(1, I64), name="more")
+    tm = wb.emit("sub", mid, lo, name="t")
+    nxt = wb.emit("gt", tm, Const(1, I64), name="more")
+    if budget:
+        nxt = wb.emit("and", nxt, wb.emit("gt", wb.emit("mul", tm, Const(seg.w, I64), name="bytes"),
+                                          Const(seg.cap, I64), name="big"), name="more")
     wbody = wb.body([mid] + w_st3 + list(rr) + [nxt])
     lout = fb.while_loop([w_hi] + w_st + w_ca + w_cf + [w_cond], [hi] + stores + CA + CF + [cond0],
                          w_cond, wbody)
@@ -258,11 +291,39 @@ def _split_body(ctx, fb, seg: _Seg, sig: _Sig):
     for x in st_out:
         _, v = fb.emit_multi("store_pop", x, name="state")
         state.append(v)
-    one = fb.emit("eq", fb.emit("sub", hi_out, lo, name="t"), Const(1, I64), name="one")
+    state = _fill(fb, e, live, state)
+    t_end = fb.emit("sub", hi_out, lo, name="t")
+    if budget:  # what is left fits: the store-all reversal of the range
+        return _inline(fb, _store_range(ctx, fb.child(), seg, state, lo, t_end, Fm, list(cts)))
+    one = fb.emit("eq", t_end, Const(1, I64), name="one")
     then = _step(ctx, fb.child(), seg, state, lo, Fm, cts)
     else_ = Body((), tuple(cts))
     res = fb.if_(one, then, else_, names=[x.name for x in CA + CF])
     return res
+
+
+def _inline(b, body: Body):
+    """Append `body`'s statements to `b`; its results."""
+    b.stmts.extend(body.stmts)
+    return list(body.result)
+
+
+def _live(e: Loop) -> list:
+    """Indices of the loop parameters the body reads: the rest (a `while` loop's
+    condition) need no snapshot, the body recomputes them."""
+    fv = free_vars(e.body)
+    return [k for k, p in enumerate(e.params) if p in fv or _machine_loop(e)]
+
+
+def _fill(b, e: Loop, live, vals) -> list:
+    """The full state from the live parameters' values (the others: zeros, never read)."""
+    out = [None] * len(e.params)
+    for k, v in zip(live, vals):
+        out[k] = v
+    for k, p in enumerate(e.params):
+        if out[k] is None:
+            out[k] = Const(False, p.type) if p.type.dtype == "bool" and not p.type.shape else b.zeros_like(p.type)
+    return out
 
 
 def _strip_body(ctx, fb, seg: _Seg, sig: _Sig):
@@ -383,14 +444,18 @@ def _step(ctx, sb, seg: _Seg, state, lo, Fm, cts) -> Body:
     ca, cf = cts[:len(seg.act)], cts[len(seg.act):]
     ctx.varied = {state[i] for i in seg.act} | {Fm[v] for v in seg.fvs}
     mark_body(body, ctx.varied)
-    tapes = fwd_body(ctx, sb, body)
-    inner = Adjoints(sb, ctx.varied)
-    for v, c in zip(seg.fvs, cf):
-        inner.m[Fm[v]] = c
-    for i, c in zip(seg.act, ca):
-        r = body.result[i]
-        if isinstance(r, Var) and r in ctx.varied:
-            inner.add(r, c)
-    rev_body(ctx, sb, body, inner, tapes)
+    ctx.ckpt_step += 1
+    try:
+        tapes = fwd_body(ctx, sb, body)
+        inner = Adjoints(sb, ctx.varied)
+        for v, c in zip(seg.fvs, cf):
+            inner.m[Fm[v]] = c
+        for i, c in zip(seg.act, ca):
+            r = body.result[i]
+            if isinstance(r, Var) and r in ctx.varied:
+                inner.add(r, c)
+        rev_body(ctx, sb, body, inner, tapes)
+    finally:
+        ctx.ckpt_step -= 1
     out = [inner.get_or_zero(state[i], sb) for i in seg.act] + [inner.get_or_zero(Fm[v], sb) for v in seg.fvs]
     return sb.body(out)
