@@ -202,6 +202,8 @@ class ModuleArgs(list):
 
     def trailing(self) -> list:
         """The hidden arguments for a call from the calling thread."""
+        if self.limit is None and not self.metered:
+            return self
         out = list(self) if self.limit is None else [*self, self.limit()]
         if self.metered:
             out.append(_METER.array)
