@@ -191,6 +191,25 @@ def _build_store_zeros_like(rng):
     return Prog((f,), "f"), [Arg("f64", (3,)).make(rng)]
 
 
+def _build_store_copy(rng):
+    """x, y -> push both, copy the store, pop both from the copy (a store is used
+    linearly, so the original is not used again: the copy's independence from the
+    original is tested in tests/checkpoint/test_whole_program.py)."""
+    b = Builder()
+    t = TensorType("f64", (3,))
+    x, y = Var("x", t), Var("y", t)
+    b.supply.reserve("x")
+    b.supply.reserve("y")
+    s0 = b.emit("store_new", elem=t, name="s")
+    s1 = b.store_push(b.store_push(s0, x, name="s"), y, name="s")
+    c = b.emit("store_copy", s1, name="c")
+    c1, cy = b.emit_multi("store_pop", c, name="cy")
+    _, cx = b.emit_multi("store_pop", c1, name="cx")
+    out = b.add(b.mul(cx, cy), cy)
+    f = Func("f", (x, y), b.body((cx, out)), (t, t))
+    return Prog((f,), "f"), [Arg("f64", (3,)).make(rng), Arg("f64", (3,)).make(rng)]
+
+
 STORE_CASES = [Case(build=_build_stores), Case(build=lambda rng: _build_stores(rng, (3,)))]
 
 CASES: dict[str, list[Case]] = {
@@ -239,6 +258,8 @@ CASES: dict[str, list[Case]] = {
     "argmax": [Case((F(3, 4),), {"axis": 0}), Case((F(3, 4),), {"axis": 1}), Case((F(5),), {"axis": 0})],
     "argmin": [Case((F(3, 4),), {"axis": 0}), Case((F(3, 4),), {"axis": 1}), Case((F(5),), {"axis": 0})],
     "argsort": [Case((F(3, 4),)), Case((F(5),)), Case((I([3, 1, 3, 0]),))],
+    "revolve_split": [Case((I(t), I(s)), ref=lambda t, s, m=m: np.int64(m))
+                      for t, s, m in [(1, 3, 0), (2, 1, 1), (9, 1, 8), (10, 3, 4), (7, 2, 4), (20, 3, 10)]],
     "stop_gradient": [Case((F(3),)), Case((F(),))],
     # shapes
     "reshape": [Case((F(2, 3),), {"shape": (3, 2)}), Case((F(6),), {"shape": (2, 1, 3)}),
@@ -293,6 +314,7 @@ CASES: dict[str, list[Case]] = {
     "store_push": STORE_CASES,
     "store_pop": STORE_CASES,
     "store_zeros_like": [Case(build=_build_store_zeros_like)],
+    "store_copy": [Case(build=_build_store_copy)],
 }
 
 # NumPy references for the elementwise rows (guards against mis-wired impls).

@@ -17,9 +17,10 @@ from .api import (
     value_and_grad,
     vjp,
 )
-from .checkpointing import Joint, Store
-from .custom import ShapeDtypeStruct, custom_jvp, custom_vjp, pure_callback
+from .checkpointing import Binomial, Bisection, Budget, Joint, Online, Store, StripMine
+from .custom import ShapeDtypeStruct, checkpoint, custom_jvp, custom_vjp, pure_callback
 from .lax import stop_gradient
+from .machine import Capsule, interrupt, primops, resume
 from .errors import (
     IndexOutOfBoundsError,
     IntegerDivisionError,

@@ -522,32 +522,55 @@ def derived_prog(prog, mode: str, cp=None):
 
 @dataclass
 class MemoryReport:
-    """What the return sweep held: `peak_bytes` is the peak of bytes in stores
-    (saved loop values, undo logs, and the residuals split-mode calls keep)
-    during one gradient evaluation."""
+    """What the return sweep held and recomputed, in one gradient evaluation:
+
+    - `peak_bytes`: the peak of bytes in stores (saved loop values, undo logs,
+      the residuals split-mode calls keep, and checkpointed loops' snapshots);
+    - `recompute_factor`: the work of the user's statements the gradient
+      executes (its forward sweep and every re-execution, not adjoint code),
+      divided by the primal's own work, both by the primitives' cost rules;
+    - `schedule`: the checkpoint strategy used."""
 
     peak_bytes: int
     final_bytes: int
+    recompute_factor: float | None = 1.0
+    schedule: str = '"store"'
 
     def __str__(self):
-        return f"MemoryReport(peak_bytes={self.peak_bytes})"
+        rf = "None" if self.recompute_factor is None else f"{self.recompute_factor:.2f}"
+        return f"MemoryReport(peak_bytes={self.peak_bytes}, recompute_factor={rf}, schedule={self.schedule})"
 
 
 @_api
-def memory_report(fun, *args, checkpoint="store") -> MemoryReport:
-    """Run `fun`'s reverse pass (a vjp with an all-ones cotangent) on the
-    reference interpreter under the `checkpoint` strategy and report the bytes
-    its stores held."""
-    from .backends.interp import Meter, run
+def memory_report(fun, *args, checkpoint="store", backend: str = "interp") -> MemoryReport:
+    """Run `fun`'s reverse pass (a vjp with an all-ones cotangent) under the
+    `checkpoint` strategy and report the bytes its stores held. On the
+    interpreter (the default) it also counts the work (`recompute_factor`); on
+    `backend="numba"` a metered build counts store bytes only (fast enough for
+    long runs: t = 10**6 loop iterations, determinants of order hundreds), and
+    `recompute_factor` is None."""
+    from .backends.interp import Meter, OpCount, run
     from .frontend import stage
 
     _check_callable(fun, "memory_report")
     cp = checkpointing.parse(checkpoint, "memory_report")
-    st = stage(_Transformed(lambda ctx, f, a: _ones_vjp(ctx, f, a, cp), fun, "interp", "vjp"), args)
+    if backend not in ("interp", "numba"):
+        raise PullbackError(f"memory_report: backend={short_repr(backend)} is not supported",
+                            hint='use backend="interp" (bytes and work) or backend="numba" (bytes)')
+    st = stage(_Transformed(lambda ctx, f, a: _ones_vjp(ctx, f, a, cp), fun, backend, "vjp"), args)
     meter = Meter()
     leaves, _ = flatten(tuple(args))
-    run(st.prog, *leaves, meter=meter)
-    return MemoryReport(meter.peak, meter.live)
+    if backend == "numba":
+        from .backends import numba_backend
+
+        numba_backend.run(st.prog, *leaves, meter=meter)
+        return MemoryReport(meter.peak, meter.live, None, repr(cp))
+    ops = OpCount()
+    run(st.prog, *leaves, meter=meter, ops=ops)
+    primal, pops = stage(fun, args), OpCount()
+    run(primal.prog, *leaves, ops=pops)
+    factor = ops.primal_work / pops.primal_work if pops.primal_work else 1.0
+    return MemoryReport(meter.peak, meter.live, factor, repr(cp))
 
 
 def _ones_vjp(ctx, fun, args, cp=None):

@@ -157,6 +157,31 @@ class custom_vjp(_Custom):
             self.fwd, self.bwd = rules
 
 
+class checkpoint(_Custom):
+    """`f = pb.checkpoint(fun)` (JAX's `jax.checkpoint` / `remat`): reverse mode
+    recomputes `fun` in the return sweep instead of storing what its derivative
+    needs. `fun` stages as a function of its own that is never inlined and whose
+    call is always reversed by re-executing it (`pb.Joint()` for this call, even
+    on a path to a recursion, where "store" would keep its residuals on the
+    tape); its loops save only while its own return sweep runs. Forward mode
+    differentiates its body as usual. Outside staged code `f(*args)` is
+    `fun(*args)`."""
+
+    kind = "remat"
+
+    def __init__(self, fun, nondiff_argnums=()):
+        super().__init__(fun, nondiff_argnums)
+
+    def _has_rule(self):
+        return True
+
+    def _rules(self):
+        return ()
+
+    def _set_rules(self, rules):
+        pass
+
+
 def _name(fn) -> str:
     n = getattr(fn, "__name__", None) or type(fn).__name__
     return n if n.isidentifier() else "f"
@@ -286,6 +311,9 @@ def _stage(ctx, obj, key, in_tree, types, static, dyn_pos, nondiff, caps) -> _St
     hit = _Staged(entry.name, entry.out_tree, tuple(entry.ret_types))
     ctx.memo.setdefault("custom", {})[key] = hit  # a rule that calls the function itself finds it
     func = state.funcs[entry.name]
+    if obj.kind == "remat":  # pb.checkpoint: a marker, no rule function (note [loop-checkpointing])
+        state.funcs[entry.name] = dataclasses.replace(func, rules=(("remat", entry.name),))
+        return hit
     fparams = list(func.params)
     ret_types = list(func.ret_types)
     float_res = [i for i, t in enumerate(ret_types) if t.is_float]

@@ -72,6 +72,7 @@ SAMPLES = {
     "pinv": [([M23], {"rcond": 1e-15}), ([T("f64", 2, 3, 2)], {"rcond": 1e-15})],
     "stop_gradient": [([V3], {}), ([S], {})],
     "polygamma": [([V3], {"n": 0}), ([S], {"n": 2})],
+    "revolve_split": [([T("i64"), T("i64")], {})],
     "not": [([B3], {}), ([T("bool")], {})],
     "where": [([B3, V3, _c(-1.0)], {}), ([T("bool"), S, S], {})],
     "cast": [([V3], {"dtype": d}) for d in ("f32", "i64", "bool", "f64")] + [([S], {"dtype": "i64"}),
@@ -148,7 +149,7 @@ def _single_prim_prog(op, operands, params):
 
 
 # store rows take store operands; test_stores_and_meter exercises them
-_STORE_ROWS = ("store_push", "store_pop", "store_zeros_like")
+_STORE_ROWS = ("store_push", "store_pop", "store_zeros_like", "store_copy")
 
 
 @pytest.mark.parametrize("row", [r for r in TABLE if r.name not in _STORE_ROWS], ids=lambda r: r.name)

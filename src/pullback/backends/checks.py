@@ -33,6 +33,9 @@ Contract:
 """
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
+
 import operator
 import os
 import re
@@ -185,27 +188,57 @@ def from_exception(err: BaseException, loc, op: str = "") -> PullbackError | Non
 
 class ModuleArgs(list):
     """The hidden trailing arguments of a compiled module (notes
-    [numba-constants], [numba-recursion-depth]) and the module's check sites.
-    `limit`: None, or a function giving the last argument, computed per call
-    (the calling thread's stack limit)."""
+    [numba-constants], [numba-recursion-depth], [loop-checkpointing]) and the
+    module's check sites. `limit`: None, or a function giving the stack-limit
+    argument, computed per call (the calling thread's stack limit). `metered`:
+    the module takes a last argument, the int64[2] array (live, peak store
+    bytes) of the calling thread's `metering` block."""
 
-    def __init__(self, values, sites, limit=None):
+    def __init__(self, values, sites, limit=None, metered=False):
         super().__init__(values)
         self.sites = sites
         self.limit = limit
+        self.metered = metered
 
     def trailing(self) -> list:
         """The hidden arguments for a call from the calling thread."""
-        return self if self.limit is None else [*self, self.limit()]
+        if self.limit is None and not self.metered:
+            return self
+        out = list(self) if self.limit is None else [*self, self.limit()]
+        if self.metered:
+            out.append(_METER.array)
+        return out
 
     def call(self, fn, args):
         """`fn(*args, *self.trailing())`, with check exceptions raised as located errors."""
         try:
-            if self.limit is None:
+            if self.limit is None and not self.metered:
                 return fn(*args, *self)
-            return fn(*args, *self, self.limit())
+            return fn(*args, *self.trailing())
         except (IndexError, ZeroDivisionError, RecursionError) as err:
             located = translate(err, self.sites)
             if located is None:
                 raise
             raise located from None
+
+
+class _MeterArray(threading.local):
+    array = None
+
+
+# the (live, peak) byte counters a metered module's stores update, per thread
+_METER = _MeterArray()
+
+
+@contextmanager
+def metering_array():
+    """Inside the block, metered modules called on this thread count store bytes
+    into the yielded int64[2] array (live, peak)."""
+    import numpy as np
+
+    old = _METER.array
+    _METER.array = np.zeros(2, dtype=np.int64)
+    try:
+        yield _METER.array
+    finally:
+        _METER.array = old

@@ -52,11 +52,16 @@ class OpCount:
     def __init__(self):
         self.work = 0
         self.stmts = 0
+        self.primal_work = 0   # `work` of statements of the user's code (not adjoint code)
 
-    def prim(self, row, e, outs) -> None:
+    def prim(self, row, e, outs, loc=None) -> None:
         self.stmts += 1
-        if row.cost is not None:
-            self.work += int(row.cost([a.type for a in e.args], [v.type for v in outs], **dict(e.params)))
+        if row.cost is None:
+            return
+        w = int(row.cost([a.type for a in e.args], [v.type for v in outs], **dict(e.params)))
+        self.work += w
+        if loc is not None and loc.role != "adjoint":
+            self.primal_work += w
 
 
 class Interpreter:
@@ -83,7 +88,7 @@ class Interpreter:
             e = st.exp
             if self.ops is not None:
                 if isinstance(e, Prim):
-                    self.ops.prim(TABLE.get(e.op), e, st.pat)
+                    self.ops.prim(TABLE.get(e.op), e, st.pat, st.loc)
                 else:
                     self.ops.stmts += 1
             try:

@@ -26,8 +26,9 @@ Contract:
 - A construct numba cannot type raises `PullbackError` naming the IR function,
   the primitive and the generated source line; there is no silent fallback.
 - `run(prog, *args, fname=None, meter=None) -> list` compiles (memoized per
-  program) and runs. Stores report no bytes to a meter (`memory_report` uses
-  the interpreter).
+  program) and runs. With a meter, a separate *metered* build runs, whose
+  store pushes and pops count bytes into a hidden int64[2] argument (live,
+  peak), and the meter receives the peak (`memory_report(..., backend="numba")`).
 """
 from __future__ import annotations
 
@@ -64,17 +65,18 @@ def emit_prog(prog: Prog, name_hints: bool = True) -> str:
     return _emit(prog, name_hints)[0]
 
 
-def _emit(prog: Prog, name_hints: bool = True):
+def _emit(prog: Prog, name_hints: bool = True, metered: bool = False):
     """The module's source and the values of its hidden constant parameters, as a
-    `checks.ModuleArgs` that also holds the module's run-time check sites."""
+    `checks.ModuleArgs` that also holds the module's run-time check sites.
+    `metered`: the stores count their bytes (memory_report)."""
     from .checks import ModuleArgs
 
-    d = NumbaDialect()
+    d = NumbaDialect(metered=metered)
     m = ps.emit_module(prog, name_hints, dialect=d)
     limit = None
     if d.stack_param:
         from .numba_stack import stack_limit as limit
-    return m.source, ModuleArgs(d.big_values, m.sites, limit)
+    return m.source, ModuleArgs(d.big_values, m.sites, limit, metered)
 
 
 def cache_dir() -> str:
@@ -299,9 +301,10 @@ def tune_malloc() -> bool:
     return ok
 
 
-def compile_prog(prog: Prog, fname: str | None = None):
+def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False):
     """The entry function (or `fname`) compiled with numba, taking leaf values
-    positionally and returning a list of results."""
+    positionally and returning a list of results. `metered`: its stores count
+    their bytes into the calling thread's `checks.metering_array`."""
     import numba
     from numba.core import errors as nberr
 
@@ -309,7 +312,7 @@ def compile_prog(prog: Prog, fname: str | None = None):
     from ..passes.inline import inline_small
 
     prog = inline_small(prog)
-    src, consts = _emit(prog)
+    src, consts = _emit(prog, metered=metered)
     with _LOCK:
         unit = _load_module(prog, fname, src)
     path = unit.entry.path
@@ -371,14 +374,24 @@ def compile_prog(prog: Prog, fname: str | None = None):
 
 
 def run(prog: Prog, *args, fname: str | None = None, meter=None) -> list:
-    """Compile `prog` (memoized per program) and run it on leaf values. `meter`
-    is ignored: stores under numba report no bytes."""
-    return compiled(prog, fname)(*args)
+    """Compile `prog` (memoized per program) and run it on leaf values. With a
+    `meter` (`interp.Meter`), a metered build of the program runs and the
+    meter gets its peak and final store bytes."""
+    if meter is None:
+        return compiled(prog, fname)(*args)
+    from .checks import metering_array
+
+    fn = compiled(prog, fname, metered=True)
+    with metering_array() as m:
+        out = fn(*args)
+        meter.alloc(int(m[1]))
+        meter.free(int(m[1]) - int(m[0]))
+    return out
 
 
-def compiled(prog: Prog, fname: str | None = None):
+def compiled(prog: Prog, fname: str | None = None, metered: bool = False):
     """`compile_prog(prog, fname)`, memoized per program (safe from many threads)."""
-    key = (prog, fname)
+    key = (prog, fname, metered)
     try:
         fn = _MEMO.get(key)
     except TypeError:
@@ -388,7 +401,7 @@ def compiled(prog: Prog, fname: str | None = None):
     with _LOCK:
         fn = _MEMO.get(key) if key is not None else None
         if fn is None:
-            fn = compile_prog(prog, fname)
+            fn = compile_prog(prog, fname, metered)
             if key is not None:
                 if len(_MEMO) > 256:
                     _MEMO.clear()

@@ -57,6 +57,7 @@ _BUFFER_MAX = 4096
 
 
 STACK_PARAM = "_pb_lo"   # the hidden parameter: the lowest safe stack address (numba_stack)
+METER_PARAM = "_pb_meter"  # metered modules (memory_report): int64[2] live and peak store bytes
 
 
 def cycle_edges(prog) -> set:
@@ -100,11 +101,12 @@ class NumbaDialect:
         (note [numba-stores])."""
         return isinstance(elem, TensorType) and elem.size <= _BUFFER_MAX
 
-    def __init__(self, boundscheck: bool | None = None, stackcheck: bool = True):
+    def __init__(self, boundscheck: bool | None = None, stackcheck: bool = True, metered: bool = False):
         # (mutually recursive programs skip numba's disk cache in numba_backend, note
         # [numba-cache-safety]) boundscheck: print index checks (None: unless PULLBACK_BOUNDSCHECK=0)
         # stackcheck: check the stack before recursive calls (False only to measure their cost)
         self.stackcheck = bool(stackcheck)
+        self.metered = bool(metered)          # count store bytes into METER_PARAM (memory_report)
         self.recursive: set = set()           # (caller, callee) calls checked for stack depth
         self.boundscheck = checks.bounds_checks_enabled() if boundscheck is None else bool(boundscheck)
         self.deco, self.deco_inline = _DECO, _DECO_INLINE
@@ -138,7 +140,8 @@ class NumbaDialect:
             # functions ("aborted due to unresolved symbol"): call them instead
             self.deco_inline = self.deco
         self.recursive = cycles if self.stackcheck else set()
-        return list(self.big.values()) + ([STACK_PARAM] if self.recursive else [])
+        return (list(self.big.values()) + ([STACK_PARAM] if self.recursive else [])
+                + ([METER_PARAM] if self.metered else []))
 
     @property
     def stack_param(self) -> bool:
@@ -181,10 +184,25 @@ class NumbaDialect:
         elif op == "store_push":
             k = self.store_type(args[0].type.elem)
             fe.line(depth, f"{fe.bind(st.pat[0])} = _st_push{k}({fe.a(args[0])}, {fe.a(args[1])})")
+            self.meter_line(fe, depth, args[0].type.elem.nbytes)
         elif op == "store_pop":
             k = self.store_type(args[0].type.elem)
             outs = [fe.bind(v) for v in st.pat]
             fe.line(depth, f"{outs[0]}, {outs[1]} = _st_pop{k}({fe.a(args[0])})")
+            self.meter_line(fe, depth, -args[0].type.elem.nbytes)
+        elif op == "store_copy":
+            elem = args[0].type.elem
+            k = self.store_type(elem)
+            if isinstance(elem, StoreType):
+                raise PullbackError("numba backend: copying a store of stores is not supported",
+                                    hint="use backend='pysource' or 'interp' for this program")
+            if self.push_copies(elem):
+                src = (f"{self.deco_inline}\ndef _st_copy{k}(s):\n    buf, n = s\n"
+                       f"    new = np.empty_like(buf)\n    new[:n] = buf[:n]\n    return (new, n)")
+            else:
+                src = f"{self.deco}\ndef _st_copy{k}(s):\n    return s.copy()"
+            h = self.helper(f"_st_copy{k}", src)
+            fe.line(depth, f"{fe.bind(st.pat[0])} = {h}({fe.a(args[0])})")
         elif op == "store_zeros_like":
             k = self.store_type(args[0].type.elem)
             fe.line(depth, f"{fe.bind(st.pat[0])} = _st_zeros{k}({fe.a(args[0])})")
@@ -219,6 +237,13 @@ class NumbaDialect:
     def scalar_expr(self, fe, e: Prim, pat) -> str:
         """The text of a primitive on scalars (used inside fused loops)."""
         return self.expr(fe, e, pat) or fe.expr(e, pat)
+
+    def meter_line(self, fe, depth, nbytes: int) -> None:
+        """In a metered module, count a push (or, negative, a pop) of `nbytes`."""
+        if self.metered:
+            h = self.helper("_pb_mtr", f"{self.deco_inline}\ndef _pb_mtr(m, d):\n    m[0] += d\n"
+                                       f"    if m[0] > m[1]:\n        m[1] = m[0]")
+            fe.line(depth, f"{h}({METER_PARAM}, {nbytes})")
 
     # -- helpers ------------------------------------------------------------------------
     def helper(self, name: str, src: str) -> str:

@@ -34,6 +34,13 @@ def new_store(elem_bytes: int) -> StoreValue:
     return StoreValue(elem_bytes, _stores.current_meter())
 
 
+def store_copy(s: StoreValue) -> StoreValue:
+    """A copy of a store (a snapshot of a machine's call stack, note [loop-checkpointing])."""
+    from ..ir.prims.stores import _copy_impl
+
+    return _copy_impl(s)
+
+
 def store_zeros_like(s: StoreValue) -> StoreValue:
     return _stores._zeros_like_impl(s)
 

@@ -60,6 +60,17 @@ def bwd_func(fname: str) -> str:
     return fname + "_bwd"
 
 
+def segment_func(key: str) -> str:
+    """The segment function of a checkpointed loop (note [loop-checkpointing]):
+    ``loop1_ckpt``."""
+    return key + "_ckpt"
+
+
+def step_func(fname: str) -> str:
+    """One step of `fname`'s step machine (whole-program checkpointing)."""
+    return fname + "_step"
+
+
 def tape(t) -> str:
     """The residual store of split mode for values of type `t`: ``tape_f64``,
     ``tape_f64_arr3x4``, ``tape_store``."""

@@ -18,7 +18,7 @@ from ..ir.prims import TABLE
 from ..ir.traverse import dce, map_exp
 from ..ir.types import TensorType
 
-_EFFECTS = frozenset({"store_new", "store_push", "store_pop", "store_zeros_like"})
+_EFFECTS = frozenset({"store_new", "store_push", "store_pop", "store_zeros_like", "store_copy"})
 
 
 def cse_body(body: Body, avail: dict, m: dict, zeros: set | None = None) -> Body:

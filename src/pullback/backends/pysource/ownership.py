@@ -92,6 +92,11 @@ class _Ownership:
             elif isinstance(e, Apply):
                 for a in e.args:
                     self._use(a, True)
+                # an argument for a donated parameter hands its array on, as a loop's
+                # initial value does: a loop parameter passed there can stay loop-owned
+                for i, _ in self.donated_of.get(e.func, ()):
+                    if isinstance(e.args[i], Var):
+                        self.inits[e.args[i]] += 1
             elif isinstance(e, If):
                 for b in (e.then, e.else_):
                     for a in b.result:

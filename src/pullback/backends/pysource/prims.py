@@ -301,6 +301,9 @@ class _PrimEmitter:
         if op == "store_zeros_like":
             self.mod.uses_rt = True
             return f"_rt.store_zeros_like({A(args[0])})"
+        if op == "store_copy":
+            self.mod.uses_rt = True
+            return f"_rt.store_copy({A(args[0])})"
         # any other primitive: call its table implementation
         self.mod.uses_rt = True
         ptext = "".join(f", {k}={_py_value(v)}" for k, v in e.params)

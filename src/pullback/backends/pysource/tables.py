@@ -34,7 +34,7 @@ _BIN_FN = {
 _CASTING = {"add", "sub", "mul", "pow", "mod", "floordiv", "maximum", "minimum", "atan2"}
 _REDUCE = {"sum": "np.sum", "prod": "np.prod", "max": "np.max", "min": "np.min"}
 _VIEW_OPS = {"reshape", "transpose", "broadcast_to"}
-_STORE_OPS = {"store_new", "store_push", "store_pop", "store_zeros_like"}
+_STORE_OPS = {"store_new", "store_push", "store_pop", "store_zeros_like", "store_copy"}
 KNOWN_PRIMS = (set(_UNARY_FN) | set(_BIN_OP) | set(_BIN_FN) | set(_REDUCE) | _VIEW_OPS | _STORE_OPS
                | {"logistic", "where", "cast", "index", "index_update", "take", "take_add", "concatenate",
                   "iota", "full", "argmax", "argmin", "argsort",

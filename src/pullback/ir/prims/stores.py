@@ -37,6 +37,12 @@ class StoreValue:
             self.meter.free(self.elem_bytes)
         return self, v
 
+    def __del__(self):
+        # a store dropped with values in it (a snapshot's copy of a call stack, or a
+        # store nobody emptied) no longer holds them
+        if self.meter is not None and self.items:
+            self.meter.free(self.elem_bytes * len(self.items))
+
 
 class _MeterSlot(threading.local):
     meter = None
@@ -77,6 +83,19 @@ def _pop_type(ts):
     (s,) = ts
     check(isinstance(s, StoreType), f"store_pop from {s}")
     return (s, s.elem)
+
+
+def _copy_impl(s):
+    """A copy of store `s` (stores of stores copied deeply): a snapshot of a
+    machine state, which the run from it then mutates (note [loop-checkpointing])."""
+    out = StoreValue(s.elem_bytes, _SLOT.meter)
+    for v in s.items:
+        out.push(_copy_impl(v) if isinstance(v, StoreValue) else v)
+    return out
+
+
+def _copy_jvp(b, a, t, o):
+    return [None if t[0] is None else b.emit("store_copy", t[0], name="copy_tan")]
 
 
 def _zeros_like_impl(s):
@@ -138,4 +157,11 @@ TABLE.add(Row("store_new", _new_type, lambda elem: StoreValue(elem.nbytes, _SLOT
               cost=_store_cost, zero_deriv=True))
 TABLE.add(Row("store_push", _push_type, lambda s, v: s.push(v), _push_jvp, _push_vjp, _store_cost))
 TABLE.add(Row("store_pop", _pop_type, lambda s: s.pop(), _pop_jvp, _pop_vjp, _store_cost, multi=True))
+def _copy_vjp(b, a, o, cts, need):
+    # a copy is the identity on the values: its adjoint store is the copy's (a store
+    # used again after it is copied gets a second adjoint, which `Adjoints` refuses)
+    return [cts[0]]
+
+
+TABLE.add(Row("store_copy", lambda ts: (ts[0],), _copy_impl, _copy_jvp, _copy_vjp, _store_cost))
 TABLE.add(Row("store_zeros_like", lambda ts: (ts[0],), _zeros_like_impl, cost=_store_cost, zero_deriv=True))

@@ -36,7 +36,7 @@ from ...ir.core import Prog
 from .cfg import build_cfg
 from .machine import HALT, PC, RUNNING, Machine, emit_machine
 
-__all__ = ["HALT", "PC", "RUNNING", "Machine", "cps_machine", "cps_prog"]
+__all__ = ["HALT", "PC", "RUNNING", "Machine", "cps_machine", "cps_prog", "cps_step_prog"]
 
 
 def cps_machine(prog: Prog) -> Machine:
@@ -49,5 +49,30 @@ def cps_prog(prog: Prog) -> Prog:
     from ...ir import typecheck
 
     out = Prog((cps_machine(prog).func(),), prog.entry)
+    typecheck.maybe_check(out, "cps")
+    return out
+
+
+def cps_step_prog(prog: Prog, step_name: str) -> Prog:
+    """`prog` as its step machine with the step a function of its own: the entry
+    initialises the state and runs ``while running: state = step_name(state)``;
+    `step_name(state...) -> state...` is one step. Whole-program checkpointing
+    (note [loop-checkpointing]) reverses this loop by schedule, a step at a time."""
+    from ...ir import typecheck
+    from ...ir.builder import Builder
+    from ...ir.core import Func
+    from ...ir.names import NameSupply
+    from ...ir.traverse import all_names
+
+    m = cps_machine(prog)
+    step = Func(step_name, tuple(m.state), m.step, tuple(v.type for v in m.state), m.loc)
+    b = Builder(NameSupply(all_names(m.init) | {v.name for v in m.state} | {p.name for p in m.params}))
+    b.stmts.extend(m.init.stmts)
+    lb = b.child()
+    ps = [lb.fresh(v.name, v.type) for v in m.state]
+    nxt = lb.apply(step_name, ps, [v.type for v in m.state], names=[v.name for v in m.state])
+    outs = b.while_loop(ps, m.init.result, ps[RUNNING], lb.body(list(nxt)))
+    entry = Func(m.name, m.params, b.body([outs[k] for k in m.results]), m.ret_types, m.loc)
+    out = Prog((entry, step), prog.entry)
     typecheck.maybe_check(out, "cps")
     return out

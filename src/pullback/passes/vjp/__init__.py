@@ -42,9 +42,13 @@ def vjp_prog(prog: Prog, fname: str | None = None, fresh=None, checkpoint=None) 
     from ..simplify import simplify_func
 
     entry = fname or prog.entry
-    plan = SplitPlan(prog, entry, checkpoint or DEFAULT)
+    machine = prog
+    if getattr(checkpoint, "loops", False):
+        machine = _as_machine(prog, entry, fresh)
+    plan = SplitPlan(machine, entry, checkpoint or DEFAULT, joint={entry} if machine is not prog else ())
+    prog = machine
     derived = (DerivedNames(prog, names.vjp_func, fresh), DerivedNames(prog, names.fwd_func, fresh),
-               DerivedNames(prog, names.bwd_func, fresh))
+               DerivedNames(prog, names.bwd_func, fresh), DerivedNames(prog, names.segment_func, fresh))
     # split mode learns the residual types and the parameters each f_bwd takes
     # while it builds: build again until nothing new was learnt (note [split-calls])
     for _ in range(64):
@@ -66,13 +70,46 @@ def vjp_prog(prog: Prog, fname: str | None = None, fresh=None, checkpoint=None) 
     return out, name
 
 
+def _as_machine(prog: Prog, entry: str, fresh) -> Prog:
+    """Whole-program checkpointing (note [loop-checkpointing]): an entry that can
+    reach a recursion becomes its step machine (`cps_step_prog`), one `while` loop
+    whose state holds the call stack, so the loop schedules apply to the whole run.
+    Programs whose functions take stores or have custom rules stay as they are."""
+    from ...ir.types import StoreType
+    from ..cps import cps_step_prog
+    from ...ir.traverse import reachable_funcs
+    from .tape import recursive_funcs
+
+    if not recursive_funcs(prog, entry):
+        return prog
+    reach = [prog.func(n) for n in sorted(reachable_funcs(prog, [entry]))]
+    if any(f.rules or _uses_stores(f) for f in reach):
+        # custom rules, or derivative code (stores: a derivative differentiated again,
+        # e.g. a checkpointed loop's segment functions) stay as they are: split mode
+        return prog
+    step = DerivedNames(prog, names.step_func, fresh).name(entry)
+    lowered = cps_step_prog(Prog(tuple(reach), entry), step)
+    return prog.with_funcs([lowered.main if f.name == entry else f for f in prog.funcs] + [lowered.func(step)])
+
+
+def _uses_stores(f) -> bool:
+    from ...ir.traverse import iter_lets
+    from ...ir.types import StoreType
+
+    return (any(isinstance(p.type, StoreType) for p in f.params)
+            or any(isinstance(v.type, StoreType) for st in iter_lets(f.body) for v in st.pat))
+
+
 class RevContext:
     """State of one build of the pass: derived functions made so far."""
 
     def __init__(self, prog: Prog, plan: SplitPlan, derived):
         self.prog = prog
         self.plan = plan
-        self.names, self.fwd_names, self.bwd_names = derived
+        self.names, self.fwd_names, self.bwd_names, self.seg_names = derived
+        self.strategy = plan.strategy
+        self.seg_count = 0           # segment functions of checkpointed loops made (checkpoint.py)
+        self.ckpt_step = 0           # > 0 while a checkpointed loop's step is reversed (checkpoint.py)
         self.built: set = set()
         self.new_funcs: list[Func] = []
         # per-function state, set by `func`

@@ -40,9 +40,15 @@ from .body import fwd_body, rev_body
 
 def opaque(prog):
     """`prog` with the bodies of functions that have rules replaced by zeros (see above)."""
-    if not any(f.rules for f in prog.funcs):
+    if not any(_has_rule(f) for f in prog.funcs):
         return prog
-    return prog.with_funcs([_stub(f) if f.rules else f for f in prog.funcs])
+    return prog.with_funcs([_stub(f) if _has_rule(f) else f for f in prog.funcs])
+
+
+def _has_rule(f: Func) -> bool:
+    """A user-given jvp or vjp rule (a `pb.checkpoint` marker is not one: its body
+    is differentiated, note [loop-checkpointing])."""
+    return f.rule("jvp") is not None or f.rule("vjp") is not None
 
 
 def _stub(f: Func) -> Func:
@@ -54,7 +60,7 @@ def _stub(f: Func) -> Func:
 
 
 def vjp_name(ctx, f: Func) -> str | None:
-    if not f.rules:
+    if not _has_rule(f):
         return None
     rule = f.rule("vjp")
     if rule is not None:

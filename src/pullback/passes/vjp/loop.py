@@ -18,9 +18,9 @@ Contract (note [loop-reversal] in docs/design.md):
   parameters and of the free variables the body reads are carried. Saved
   values the return sweep never reads are then dropped from both loops (TBR).
 
-`LoopTape` is the interface later checkpointing strategies implement: any
-strategy that can bring back the state at the start of iteration i (by
-storing, recomputing, or both) plugs in here.
+`fwd_store`/`rev_store` are the store-all reversal; `fwd`/`rev` hand a loop
+to `checkpoint.py` instead when the strategy checkpoints loops (note
+[loop-checkpointing]), whose strip-mining base case uses the store-all pair.
 """
 from __future__ import annotations
 
@@ -186,7 +186,18 @@ def _store_chains(st, body, params) -> dict:
     return chains
 
 
-def fwd(ctx, b, st) -> LoopTape:
+def fwd(ctx, b, st):
+    """The forward sweep of loop `st`: a `LoopTape`, or a `checkpoint.CheckpointTape`
+    when the strategy checkpoints loops (note [loop-checkpointing])."""
+    from . import checkpoint
+
+    if checkpoint.eligible(ctx, st):
+        return checkpoint.fwd(ctx, b, st)
+    return fwd_store(ctx, b, st)
+
+
+def fwd_store(ctx, b, st) -> LoopTape:
+    """The store-all forward sweep (every iteration saves its state)."""
     e = st.exp
     schains = _store_chains(st, e.body, e.params)
     chains = _update_chains(e.body, e.params)
@@ -339,7 +350,16 @@ def reverse_frame(ctx, b, st, adj) -> ReverseFrame:
                         {v: adj.get_or_zero(v) for v in fvs})
 
 
-def rev(ctx, b, st, adj, tape: LoopTape) -> None:
+def rev(ctx, b, st, adj, tape) -> None:
+    from . import checkpoint
+
+    if isinstance(tape, checkpoint.CheckpointTape):
+        return checkpoint.rev(ctx, b, st, adj, tape)
+    rev_store(ctx, b, st, adj, tape)
+
+
+def rev_store(ctx, b, st, adj, tape: LoopTape) -> None:
+    """The store-all return sweep, for the tape of `fwd_store`."""
     e = st.exp
     npar = len(e.params)
     outs = st.pat[:npar]

@@ -52,12 +52,17 @@ def split_call(ctx, st) -> bool:
 
 
 def has_split(ctx, e) -> bool:
-    """Does the `If`/`Loop` `e` contain a call of a split function (active or not)?"""
+    """Does the `If`/`Loop` `e` contain a call of a split function (active or not),
+    or read a store bound outside it? Either must never run twice: a store is
+    mutated by its pushes and pops, so re-executing the scope in its return sweep
+    (the joint rules) would pop it again (a step of a step machine, note
+    [loop-checkpointing])."""
     key = id(e)
     memo = ctx.split_memo
     if key not in memo:
         lets = iter_lets(Body((Let((), e),), ()))
-        memo[key] = any(isinstance(s.exp, Apply) and s.exp.func in ctx.plan.split for s in lets)
+        memo[key] = (any(isinstance(s.exp, Apply) and s.exp.func in ctx.plan.split for s in lets)
+                     or any(isinstance(v.type, StoreType) for v in free_vars(e)))
     return memo[key]
 
 

@@ -22,10 +22,16 @@ class Retry(Exception):
 
 
 class SplitPlan:
-    def __init__(self, prog, entry: str, strategy):
+    def __init__(self, prog, entry: str, strategy, joint=frozenset()):
+        self.strategy = strategy
         self.split: set[str] = store_passing_funcs(prog, entry)
         if strategy.split_calls:
             self.split |= callers_of_recursion(prog, entry)
+        # a step machine's driver (whole-program checkpointing): joint, so its
+        # loop is reversed by the checkpoint schedule, a step at a time; and the
+        # functions of pb.checkpoint: recomputed, not taped (unless they pass stores)
+        remat = {f.name for f in prog.funcs if f.rule("remat")} - store_passing_funcs(prog, entry)
+        self.split -= set(joint) | remat
         self.types: list = []           # residual element types, in tape order
         self.needed: dict = {}          # fname -> sorted tuple of param indices f_bwd takes
         self.grew = False               # `needed` grew during this build
