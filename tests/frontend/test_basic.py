@@ -204,7 +204,7 @@ def test_setitem_take_add_and_concrete():
         c[1] = 7.0
         return a, c
 
-    # (distinct indices: with repeated ones, NumPy's buffered `+=` keeps one write; staged code accumulates)
+    # (with repeated indices NumPy's buffered `+=` keeps the last write, and so does staged code: tests/user_suite/test_fixes.py)
     check(f, np.array([1.0, 2.0, 3.0]), np.array([0, 3, 1]))
 
 
