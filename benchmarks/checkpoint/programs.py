@@ -5,26 +5,26 @@ Each workload is one function differentiated as is under every `checkpoint=` str
 step count, the while loop's threshold, the recursion's range), so one compiled gradient
 serves every size; the determinant's order is an array shape, so each n is its own program.
 """
+import importlib.util
+import pathlib
+
 import numpy as np
+
+
+def _det_lu_module():
+    path = pathlib.Path(__file__).resolve().parent.parent / "programs" / "det_lu.py"
+    spec = importlib.util.spec_from_file_location("_bench_det_lu", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 # --------------------------------------------------------------------------- 1. determinant
 
-def det_lu(A):
-    """Determinant by Gaussian elimination without pivoting, scalar in-place row updates
-    (the slides' experiment): stored bytes under "store" grow like the n^3/3 updates' undo
-    log, under a loop schedule like (n^2 state) x (log snapshots per level)."""
-    n = A.shape[0]
-    A = A.copy()
-    d = 1.0
-    for i in range(n):
-        p = A[i, i]
-        d = d * p
-        for j in range(i + 1, n):
-            f = A[j, i] / p
-            for k in range(i + 1, n):
-                A[j, k] -= f * A[i, k]
-    return d
+# the benchmark suite's det_lu (benchmarks/programs/det_lu.py): Gaussian elimination without
+# pivoting, scalar in-place row updates (the slides' experiment). Stored bytes under "store"
+# grow like the n^3/3 updates' undo log, under a loop schedule like n^2 state x log snapshots.
+det_lu = _det_lu_module().det_lu
 
 
 def det_input(n, rng):
