@@ -570,7 +570,9 @@ def report(np, pb, W, parts, mem, timings, anchors, rf, cpus, mem_where, elapsed
               "level separately (each nesting level has its own schedule).", "",
               "### Peak stored bytes", ""]
         mem_table(w, mem["det"], L, [("state n²·8 B", lambda n: fmt_b(8 * n * n))])
-        big = [n for n in w.sizes if n >= 50] or w.sizes[-3:]
+        big = [n for n in w.sizes if n >= 50]
+        if len(big) < 2:  # a slope needs two sizes (a --quick run)
+            big = w.sizes[-3:]
         L += [f"Fitted growth exponents (log-log slope of stored bytes over n = {', '.join(map(str, big))}); "
               f"reference slopes over the same n: n³ → 3.00, n² log n → {slope(big, [n * n * math.log(n) for n in big]):.2f}, "
               "n² → 2.00:", "", "| strategy | exponent |", "|---|---|"]
