@@ -116,8 +116,12 @@ def call(st, fn, args, kwargs):
         return fn.__pullback_stage__(StagingContext(st), tuple(args), dict(kwargs))
     args = [list(a) if isinstance(a, _DICT_VIEWS) and _any_traced((list(a),), {}) else a for a in args]
     traced = _any_traced(args, kwargs, fn) or any(isinstance(a, control.TracedIterable) for a in args)
-    if traced and fn in _HIGHER_ORDER:
-        return _HIGHER_ORDER[fn](st, *args, **kwargs)
+    try:
+        higher = _HIGHER_ORDER.get(fn) if traced else None
+    except TypeError:  # an unhashable callable (a ctypes function): not one of them
+        higher = None
+    if higher is not None:
+        return higher(st, *args, **kwargs)
     if traced and "scipy.stats" in sys.modules:   # imported only once the user has imported scipy.stats
         from . import scipy_stats
         stats_fn = scipy_stats.lookup(fn)
