@@ -74,10 +74,9 @@ def _as_machine(prog: Prog, entry: str, fresh) -> Prog:
     """Whole-program checkpointing (note [loop-checkpointing]): an entry that can
     reach a recursion becomes its step machine (`cps_step_prog`), one `while` loop
     whose state holds the call stack, so the loop schedules apply to the whole run.
-    Programs whose functions take stores or have custom rules stay as they are."""
-    from ...ir.types import StoreType
-    from ..cps import cps_step_prog
+    Programs with custom rules or stores (derivative code) stay as they are."""
     from ...ir.traverse import reachable_funcs
+    from ..cps import cps_step_prog
     from .tape import recursive_funcs
 
     if not recursive_funcs(prog, entry):

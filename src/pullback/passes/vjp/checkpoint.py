@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import PullbackError
-from ...ir.core import Apply, Body, Const, ForForm, Func, Let, Loop, Var, WhileForm
+from ...ir.core import Apply, Body, Const, ForForm, Func, Let, Loop, Var
 from ...ir.names import NameSupply
 from ...ir.traverse import free_vars, rename_body
 from ...ir.types import BOOL, F64, I64, StoreType, TensorType
