@@ -68,8 +68,18 @@ def test_pysource(m):
     _check(m, STRATEGIES[names[PROGRAMS.index(m) % len(names)]], "pysource")
 
 
+# numba's array-expression rewrite asserts on this derivative ("'new_adj_2_1' not unique"):
+# a located error that says to use pysource, checked here until numba or the emitter avoids it
+NUMBA_ASSERTS = {("heat_stencil", "strip2")}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("strategy", sorted(STRATEGIES))
 @pytest.mark.parametrize("m", PROGRAMS, ids=IDS)
 def test_numba(m, strategy):
+    if (m.__name__.split(".")[-1], strategy) in NUMBA_ASSERTS:
+        with pytest.raises(pb.PullbackError, match="internal assertion of numba") as ei:
+            _check(m, STRATEGIES[strategy], "numba")
+        assert not isinstance(ei.value, pb.InternalError) and "backend='pysource'" in str(ei.value)
+        return
     _check(m, STRATEGIES[strategy], "numba")

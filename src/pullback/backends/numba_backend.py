@@ -38,6 +38,7 @@ import re
 import sys
 import threading
 import time
+import traceback
 import types
 
 import numpy as np
@@ -340,6 +341,13 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False):
         except ImportError as err:  # numba's np.dot/matmul needs SciPy's BLAS
             raise PullbackError(f"numba could not compile {f.name}: {err}",
                                 hint="install SciPy (numba uses it for matmul/dot), or use backend='pysource'") from None
+        except AssertionError as err:
+            # an assertion inside numba's own passes (e.g. its array-expression rewrite on
+            # some loop-carried arrays: "'x_1' not unique"): numba's limit, not the program's
+            if "numba" not in (traceback.extract_tb(err.__traceback__)[-1].filename or ""):
+                raise
+            raise PullbackError(f"numba failed while compiling {f.name} (an internal assertion of numba: {err})",
+                                hint=f"use backend='pysource' for this program; generated source: {path}") from None
         entry.compile_seconds = _LAST["seconds"] = time.perf_counter() - t0
         entry.cache_hit = _LAST["cache_hit"] = new is old and sum(new.stats.cache_hits.values()) > hits0
         if unit.generation != gen[0]:  # the module was reloaded: every signature compiles again
