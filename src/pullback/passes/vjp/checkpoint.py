@@ -1,12 +1,13 @@
 """Loops reversed by recomputation from snapshots (note [loop-checkpointing]).
 
 Contract: under a strategy whose `loops` is true (`Binomial`, `Bisection`,
-`Budget`), `loop.fwd`/`loop.rev` hand an eligible loop (`eligible`) to this
-module instead of saving every iteration:
+`StripMine`, `Online`, `Budget`), `loop.fwd`/`loop.rev` hand an eligible loop
+(`eligible`) to this module instead of saving every iteration:
 
 - `fwd(ctx, b, st) -> CheckpointTape` emits the primal loop unchanged; a
   `while` loop also counts its iterations (the slides' counting pass: the
-  forward sweep *is* the counting pass).
+  forward sweep *is* the counting pass); a step machine's loop runs on copies
+  of its stores.
 - `rev(ctx, b, st, adj, tape)` emits one call of the loop's *segment
   function*, built on first use:
 
@@ -15,18 +16,21 @@ module instead of saving every iteration:
   Given the loop-carried state at the start of iteration `lo` and the
   adjoints of the state after iteration `hi - 1`, it returns the adjoints of
   the state at `lo` and the accumulated adjoints of the varied free
-  variables. While the range holds more than one iteration, it advances a
-  copy of the state `m` iterations (the schedule's split: `t // 2` for
-  bisection, `revolve_split(t, s)` for the binomial schedule), reverses the
-  upper part by a recursive call with one snapshot fewer, and continues with
-  the lower part (a loop, not a call: the recursion depth is the number of
-  snapshots, or log2 t). A single iteration is reversed by re-executing the
-  body's forward sweep and running its return sweep, as `loop.rev` does per
-  iteration, so nested loops get their own schedule there.
+  variables. `_split_body` (bisection, binomial, budget): while the range
+  holds more than one iteration (for a budget: more than fits), advance a copy
+  of the state `m` iterations (`t // 2`, or `revolve_split(t, s)`), reverse
+  the upper part by a recursive call with one snapshot fewer, and continue
+  with the lower part (a loop, not a call: the recursion depth is the number
+  of snapshots, or log2 t). `_strip_body` (strip-mining): push each chunk's
+  starting state in one advance, reverse the chunks one level down. A single
+  iteration is re-executed and reversed (`_step`); a range that fits a budget,
+  or strip-mining's last level, by the store-all rule (`_store_range`).
 
-The snapshot of a segment (its state at `lo`) is held in stores while the
-segment runs, so `memory_report` counts it. Loops that carry or read stores
-(derivative code differentiated again) keep the store-all reversal.
+The snapshot of a segment (the state parameters the body reads, at `lo`) is
+held in stores while the segment runs, so `memory_report` counts it. Loops
+that carry or read stores (derivative code differentiated again), other than
+a step machine's, keep the store-all reversal, and so do loops that update
+arrays in place inside a checkpointed step.
 """
 from __future__ import annotations
 
