@@ -21,7 +21,7 @@ _spec.loader.exec_module(_load)
 PROGRAMS = _load.load_all()
 IDS = [m.__name__.split(".")[-1] for m in PROGRAMS]
 STRATEGIES = {"bisection": pb.Bisection(), "binomial2": pb.Binomial(snapshots=2),
-              "budget": pb.Budget(bytes=4096), "strip2": pb.StripMine(levels=2), "online": pb.Online(snapshots=3)}
+              "budget": pb.Budget(bytes=1 << 16), "strip2": pb.StripMine(levels=2), "online": pb.Online(snapshots=3)}
 
 
 def _bind(m):
