@@ -69,6 +69,14 @@ class Joint(Strategy):
         return "pb.Joint()"
 
 
+def _set_count(obj, field: str, value, hint: str, what: str = "an int >= 1") -> None:
+    """Set a strategy's count field (an int >= 1), or raise an error at the user's line."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise PullbackError(f"pb.{type(obj).__name__}({field}={short_repr(value)}): {field} must be {what}",
+                            loc=call_site(), hint=hint)
+    object.__setattr__(obj, field, value)
+
+
 @dataclass(frozen=True, init=False)
 class Binomial(Strategy):
     """`checkpoint=pb.Binomial(snapshots=s)`: Griewank's binomial schedule for each loop.
@@ -84,11 +92,7 @@ class Binomial(Strategy):
 
     def __init__(self, snapshots: int):
         # a hand-written __init__, so that errors point at the user's line (not dataclass's <string>)
-        object.__setattr__(self, "snapshots", snapshots)
-        s = self.snapshots
-        if isinstance(s, bool) or not isinstance(s, int) or s < 1:
-            raise PullbackError(f"pb.{type(self).__name__}(snapshots={short_repr(s)}): snapshots must be an int >= 1",
-                                loc=call_site(), hint="the state at the start of the loop is one snapshot: "
+        _set_count(self, "snapshots", snapshots, hint="the state at the start of the loop is one snapshot: "
                                      "snapshots=1 recomputes from it alone (quadratic time)")
 
     def __repr__(self):
@@ -117,11 +121,7 @@ class Budget(Strategy):
     loops = True
 
     def __init__(self, bytes: int):
-        object.__setattr__(self, "bytes", bytes)
-        b = self.bytes
-        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
-            raise PullbackError(f"pb.Budget(bytes={short_repr(b)}): bytes must be a positive int",
-                                loc=call_site(), hint="e.g. pb.Budget(bytes=64 * 2**20) for 64 MiB")
+        _set_count(self, "bytes", bytes, hint="e.g. pb.Budget(bytes=64 * 2**20) for 64 MiB", what="a positive int")
 
     def __repr__(self):
         return f"pb.Budget(bytes={self.bytes})"
@@ -138,11 +138,7 @@ class StripMine(Strategy):
     loops = True
 
     def __init__(self, levels: int = 2):
-        object.__setattr__(self, "levels", levels)
-        k = self.levels
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise PullbackError(f"pb.StripMine(levels={short_repr(k)}): levels must be an int >= 1",
-                                loc=call_site(), hint="levels=1 stores every iteration; 2 or 3 are typical")
+        _set_count(self, "levels", levels, hint="levels=1 stores every iteration; 2 or 3 are typical")
 
     def __repr__(self):
         return f"pb.StripMine(levels={self.levels})"
