@@ -19,8 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import PullbackError
-from ..ir.core import Apply, Const, ForForm, If, Loop, Prim
+from ..ir.core import Apply, Const, ForForm, If, Loop, Map, Prim
 from ..ir.prims import TABLE
+from ..ir.types import np_dtype
 from ..ir.prims import stores as _stores
 from . import checks
 from .runtime import deep_recursion
@@ -134,7 +135,28 @@ class Interpreter:
             return vals
         if isinstance(e, Apply):
             return self.call(e.func, [self.atom(a, env) for a in e.args])
+        if isinstance(e, Map):
+            return self.map(e, env)
         raise TypeError(f"unknown expression {type(e).__name__}")
+
+
+    def map(self, e: Map, env):
+        """The reference semantics of `map`: iterations in order, accumulators threaded."""
+        n = int(e.width.value)
+        arrays = [self.atom(a, env) for a in e.arrays]
+        accs = [self.atom(a, env) for a in e.accs]
+        k = e.n_out
+        outs = [np.empty((n,) + r.type.shape, dtype=np_dtype(r.type.dtype)) for r in e.lam.body.result[:k]]
+        inner = dict(env)
+        for i in range(n):
+            inner[e.index] = i
+            inner.update(zip(e.elems, (x[i] for x in arrays)))
+            inner.update(zip(e.acc_params, accs))
+            vals = self.body(e.lam.body, inner)
+            for o, v in zip(outs, vals[:k]):
+                o[i] = v
+            accs = vals[k:]
+        return outs + list(accs)
 
 
 def run(prog, *args, fname=None, meter: Meter | None = None, ops: OpCount | None = None) -> list:

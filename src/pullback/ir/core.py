@@ -9,9 +9,8 @@ Contract:
   update in place when the old array is dead.
 - Expressions: `Prim` (a row of the primitive table), `If`, `Loop` (`ForForm`
   or `WhileForm`), `Apply` (call of a named function of the `Prog`,
-  recursion allowed). Parallel combinators (map, reduce, scan, hist, scatter)
-  will be further `Exp` classes holding `Lambda`s; passes dispatch on the
-  class, so adding them does not change existing constructs.
+  recursion allowed), `Map` (the parallel combinator, holding a `Lambda`;
+  note [combinators] in docs/design.md). Passes dispatch on the class.
 """
 from __future__ import annotations
 
@@ -147,7 +146,57 @@ class Apply:
     args: tuple[Atom, ...]
 
 
-Exp = Union[Prim, If, Loop, Apply]
+@dataclass(frozen=True)
+class Lambda:
+    """An anonymous function inside an expression: `params` are bound in `body`."""
+
+    params: tuple[Var, ...]
+    body: Body
+
+
+@dataclass(frozen=True)
+class Map:
+    """`map` over the leading axis (note [combinators]): `width` (an i64 `Const`,
+    shapes being static) iterations,
+    each independent of the others but for the accumulators.
+
+    `lam.params` are: the iteration index (i64), then one element per array
+    of `arrays` (each array has leading dimension `width`; the element is
+    `array[i]`), then one per accumulator of `accs`. `lam.body` returns the
+    iteration's results, then the new value of each accumulator. The
+    statement binds the results stacked into arrays of leading dimension
+    `width`, then the final accumulators.
+
+    Accumulators are made only by reverse mode: the body may change one only
+    by adding to it (`add`, `index_update` with mode "add", `take_add`), so
+    the iterations may run in any order, or in parallel on private partial
+    sums that are added at the end.
+    """
+
+    width: Atom
+    arrays: tuple[Atom, ...]
+    accs: tuple[Atom, ...]
+    lam: Lambda
+
+    @property
+    def index(self) -> Var:
+        return self.lam.params[0]
+
+    @property
+    def elems(self) -> tuple[Var, ...]:
+        return self.lam.params[1:1 + len(self.arrays)]
+
+    @property
+    def acc_params(self) -> tuple[Var, ...]:
+        return self.lam.params[1 + len(self.arrays):]
+
+    @property
+    def n_out(self) -> int:
+        """How many stacked results (the rest of the body's results are accumulators)."""
+        return len(self.lam.body.result) - len(self.accs)
+
+
+Exp = Union[Prim, If, Loop, Apply, Map]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import re
 import numpy as np
 
 from ..errors import IRError
-from .core import Apply, Body, Const, ForForm, Func, If, Let, Loop, Prim, Prog, Var, WhileForm
+from .core import Apply, Body, Const, ForForm, Func, If, Lambda, Let, Loop, Map, Prim, Prog, Var, WhileForm
 from .types import DTYPES, StoreType, TensorType
 
 _TOKEN = re.compile(
@@ -338,6 +338,8 @@ class _Parser:
                 form = WhileForm(cands[0])
             body = self.block(inner)
             return Loop(tuple(params), tuple(init), form, body)
+        if t.text == "map" and self.peek().text == "[":
+            return self._map(env)
         if t.text == "call" and self.peek().kind == "name":
             self.i += 1
             fname = self.name("a function name")
@@ -345,6 +347,41 @@ class _Parser:
         self.i += 1
         args = self.atoms(env)
         return Prim(t.text, args, self.params())
+
+    def _map(self, env: dict) -> Map:
+        """`map [i: i64 < n] (x: T <- xs, ...) acc (a: T = a0, ...) { body }`."""
+        self.i += 1
+        self.take("[")
+        idx = self.binder()
+        self.take("<")
+        width = self.atom(env)
+        self.take("]")
+        inner = dict(env)
+        inner[idx.name] = idx
+        elems, arrays, accp, accs = [], [], [], []
+        self.take("(")
+        while not self.at(")"):
+            elems.append(self.binder())
+            self.take("<")
+            self.take("-")
+            arrays.append(self.atom(env))
+            if not self.at(")"):
+                self.take(",")
+        self.take(")")
+        if self.at("acc"):
+            self.i += 1
+            self.take("(")
+            while not self.at(")"):
+                accp.append(self.binder())
+                self.take("=")
+                accs.append(self.atom(env))
+                if not self.at(")"):
+                    self.take(",")
+            self.take(")")
+        for p in elems + accp:
+            inner[p.name] = p
+        body = self.block(inner)
+        return Map(width, tuple(arrays), tuple(accs), Lambda((idx,) + tuple(elems) + tuple(accp), body))
 
     def block(self, env: dict) -> Body:
         self.take("{")

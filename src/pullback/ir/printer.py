@@ -44,7 +44,7 @@ import math
 import numpy as np
 
 from ..errors import IRError
-from .core import Apply, Body, Const, ForForm, Func, If, Let, Loop, Prim, Prog, Var, WhileForm
+from .core import Apply, Body, Const, ForForm, Func, If, Lambda, Let, Loop, Map, Prim, Prog, Var, WhileForm
 from .types import StoreType, TensorType
 
 INDENT = "  "
@@ -176,6 +176,10 @@ class _Printer:
             self.emit(depth, head + f"loop ({ps}) {form} {{" + tail)
             self.body(e.body, depth + 1, "yield")
             self.emit(depth, "}")
+        elif isinstance(e, Map):
+            self.emit(depth, head + _map_head(e) + " {" + tail)
+            self.body(e.lam.body, depth + 1, "yield")
+            self.emit(depth, "}")
         else:
             raise IRError(f"cannot print expression {type(e).__name__}")
 
@@ -189,6 +193,17 @@ class _Printer:
         self.emit(0, f"{mark}def {_name(f.name)}({ps}) -> ({rs}){don}{rules} {{" + tail)
         self.body(f.body, 1, "return")
         self.emit(0, "}")
+
+
+def _map_head(e: Map) -> str:
+    """`map [i: i64 < n] (x: f64 <- xs, ...) acc (a: f64[3] = a0, ...)`."""
+    if len(e.lam.params) != 1 + len(e.arrays) + len(e.accs):
+        raise IRError("map: lambda parameters do not match its arrays and accumulators")
+    els = ", ".join(f"{_binder(p)} <- {print_atom(a)}" for p, a in zip(e.elems, e.arrays))
+    head = f"map [{_binder(e.index)} < {print_atom(e.width)}] ({els})"
+    if e.accs:
+        head += " acc (" + ", ".join(f"{_binder(p)} = {print_atom(a)}" for p, a in zip(e.acc_params, e.accs)) + ")"
+    return head
 
 
 def print_body(body: Body, depth: int = 0, locs: bool = False) -> str:
@@ -227,6 +242,8 @@ def print_exp(e) -> str:
         form = (f"for {e.form.index.name} < {print_atom(e.form.bound)}" if isinstance(e.form, ForForm)
                 else f"while {e.form.cond.name}")
         return f"loop ({', '.join(p.name for p in e.params)}) {form} {{...}}"
+    if isinstance(e, Map):
+        return _map_head(e) + " {...}"
     return type(e).__name__
 
 

@@ -9,6 +9,10 @@ function and the statement at fault. It checks:
 - `Loop`: init types == param types == body result types == pattern types;
   a for loop's index is an i64 scalar var and its bound an i64 scalar; a while
   loop's condition is one of its params and a bool scalar;
+- `Map`: the width is an i64 constant; the index param is i64; each array has
+  leading dimension `width` (when both are constants) and its element type is
+  the element param's; accumulator inits, params and the body's trailing
+  results agree; the pattern is the stacked results then the accumulators;
 - `Apply`: the callee exists, argument types equal its param types, and the
   pattern types equal its `ret_types`;
 - scoping: every used var is a param or was bound earlier in an enclosing body,
@@ -24,7 +28,7 @@ from __future__ import annotations
 import os
 
 from ..errors import IRError, PullbackError
-from .core import Apply, Body, Const, ForForm, Func, If, Loop, Prim, Prog, Var, WhileForm
+from .core import Apply, Body, Const, ForForm, Func, If, Loop, Map, Prim, Prog, Var, WhileForm
 from .types import TensorType
 
 _BOOL = TensorType("bool")
@@ -180,6 +184,8 @@ class _Checker:
             if rts != pts:
                 self.fail(f"loop body yields {_ts(rts)} but the params have types {_ts(pts)}")
             return tuple(pts)
+        if isinstance(e, Map):
+            return self.map(e, env, seen)
         if isinstance(e, Apply):
             callee = self.funcs.get(e.func)
             if callee is None:
@@ -203,6 +209,43 @@ class _Checker:
             self.body(b, inner, seen)
             self.stmt = st
         return None
+
+
+    def map(self, e: Map, env: dict, seen: set):
+        st = self.stmt
+        if len(e.lam.params) != 1 + len(e.arrays) + len(e.accs):
+            self.fail(f"map has {len(e.lam.params)} lambda params for {len(e.arrays)} arrays and "
+                      f"{len(e.accs)} accumulators (expected the index first)")
+        if not isinstance(e.width, Const) or e.width.type != _I64:
+            self.fail("map width is not an i64 constant (shapes are static)")
+        if e.index.type != _I64:
+            self.fail("map index is not an i64 scalar")
+        width = e.width.value
+        inner = dict(env)
+        for p in e.lam.params:
+            self.bind(p, seen)
+            inner[p.name] = p
+        for a, p in zip(e.arrays, e.elems):
+            t = self.atom(a, env)
+            if not isinstance(t, TensorType) or t.ndim == 0:
+                self.fail(f"map over '{getattr(a, 'name', a)}', which is not an array")
+            if t.shape[0] != width:
+                self.fail(f"map of width {width} over an array of leading dimension {t.shape[0]}")
+            if p.type != TensorType(t.dtype, t.shape[1:]):
+                self.fail(f"map element '{p.name}' has type {p.type} but '{getattr(a, 'name', a)}' has type {t}")
+        ats = [self.atom(a, env) for a in e.accs]
+        if ats != [p.type for p in e.acc_params]:
+            self.fail(f"map accumulators {_ts(ats)} differ from their params {_ts(p.type for p in e.acc_params)}")
+        rts = self.body(e.lam.body, inner, seen)
+        self.stmt = st
+        if e.n_out < 0 or rts[e.n_out:] != ats:
+            self.fail(f"map body yields {_ts(rts)}, which does not end with the accumulator types {_ts(ats)}")
+        outs = []
+        for t in rts[:e.n_out]:
+            if not isinstance(t, TensorType):
+                self.fail(f"map body yields {t}, which cannot be stacked")
+            outs.append(TensorType(t.dtype, (width,) + tuple(t.shape)))
+        return tuple(outs) + tuple(ats)
 
 
 def check_func(f: Func, prog: Prog | None = None) -> None:

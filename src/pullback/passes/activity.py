@@ -8,7 +8,7 @@ A statement none of whose inputs vary gets no derivative code.
 """
 from __future__ import annotations
 
-from ..ir.core import Apply, If, Loop, Prim, Var
+from ..ir.core import Apply, If, Loop, Map, Prim, Var
 from ._common import differentiable
 
 
@@ -47,6 +47,23 @@ def mark_stmt(st, varied: set) -> None:
                 break
         for v, p in zip(st.pat, e.params):
             if p in varied:
+                varied.add(v)
+    elif isinstance(e, Map):
+        for p, a in zip(e.elems + e.acc_params, tuple(e.arrays) + tuple(e.accs)):
+            if differentiable(p.type) and _any_varied((a,), varied):
+                varied.add(p)
+        k = e.n_out
+        while True:
+            mark_body(e.lam.body, varied)
+            grew = False
+            for p, r in zip(e.acc_params, e.lam.body.result[k:]):
+                if differentiable(p.type) and p not in varied and _any_varied((r,), varied):
+                    varied.add(p)
+                    grew = True
+            if not grew:
+                break
+        for v, r in zip(st.pat, e.lam.body.result):
+            if differentiable(v.type) and _any_varied((r,), varied):
                 varied.add(v)
     else:
         raise TypeError(type(e).__name__)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..errors import PullbackError
 from ..ir import names
 from ..ir.builder import Builder
-from ..ir.core import Apply, Body, Const, Func, If, Let, Loop, Prim, Prog, Var
+from ..ir.core import Apply, Body, Const, Func, If, Lambda, Let, Loop, Map, Prim, Prog, Var
 from ..ir.names import NameSupply
 from ..ir.prims import TABLE
 from ._common import DerivedNames, differentiable, run_rule, zero_of
@@ -117,6 +117,8 @@ class _JVP:
             self.if_(b, st, tmap)
         elif isinstance(e, Loop):
             self.loop(b, st, tmap)
+        elif isinstance(e, Map):
+            self.map(b, st, tmap)
         else:
             raise TypeError(type(e).__name__)
 
@@ -188,3 +190,53 @@ class _JVP:
         for k, v in enumerate(st.pat):
             if active[k]:
                 tmap[v] = next(it)
+
+    def map(self, b, st, tmap):
+        """The tangent of a map is a map of the lambda's tangent: tangents of the
+        mapped arrays are mapped too, free variables' tangents are read as free
+        variables, and accumulators' tangents are accumulators (note [combinators])."""
+        e = st.exp
+        k = e.n_out
+        arr_t = [self.tan(a, tmap) if differentiable(p.type) else None for a, p in zip(e.arrays, e.elems)]
+        acc_t = [self.tan(a, tmap) for a in e.accs]
+        active = [t is not None and differentiable(p.type) for p, t in zip(e.acc_params, acc_t)]
+        while True:  # fixpoint: which accumulators carry a nonzero tangent
+            sb = b.child()
+            inner = dict(tmap)
+            etp, atp = [], []
+            for p, t in zip(e.elems, arr_t):
+                if t is not None:
+                    etp.append(sb.fresh(names.tangent(p.name), p.type))
+                    inner[p] = etp[-1]
+            for p, act in zip(e.acc_params, active):
+                if act:
+                    atp.append(sb.fresh(names.tangent(p.name), p.type))
+                    inner[p] = atp[-1]
+            res, tans = self.body(sb, e.lam.body, inner)
+            grown = [a or (t is not None and differentiable(p.type))
+                     for a, t, p in zip(active, tans[k:], e.acc_params)]
+            if grown == active:
+                break
+            active = grown
+        out_act = [tans[j] is not None and differentiable(st.pat[j].type) for j in range(k)]
+        out_tans = [tans[j] for j in range(k) if out_act[j]]
+        acc_tans = [tans[k + m] if tans[k + m] is not None else zero_of(sb, res[k + m])
+                    for m in range(len(e.accs)) if active[m]]
+        body = sb.body(list(res[:k]) + out_tans + list(res[k:]) + acc_tans)
+        acc_init = [acc_t[m] if acc_t[m] is not None else zero_of(b, e.accs[m])
+                    for m in range(len(e.accs)) if active[m]]
+        lam = Lambda((e.index,) + tuple(e.elems) + tuple(etp) + tuple(e.acc_params) + tuple(atp), body)
+        arrays = tuple(e.arrays) + tuple(t for t in arr_t if t is not None)
+        t_outs = [b.fresh(names.tangent(st.pat[j].name), st.pat[j].type) for j in range(k) if out_act[j]]
+        t_accs = [b.fresh(names.tangent(st.pat[k + m].name), st.pat[k + m].type)
+                  for m in range(len(e.accs)) if active[m]]
+        pat = tuple(st.pat[:k]) + tuple(t_outs) + tuple(st.pat[k:]) + tuple(t_accs)
+        b.let(pat, Map(e.width, arrays, tuple(e.accs) + tuple(acc_init), lam), st.loc)
+        it = iter(t_outs)
+        for j in range(k):
+            if out_act[j]:
+                tmap[st.pat[j]] = next(it)
+        it = iter(t_accs)
+        for m in range(len(e.accs)):
+            if active[m]:
+                tmap[st.pat[k + m]] = next(it)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...ir.core import Apply, Body, If, Let, Loop, Prim
+from ...ir.core import Apply, Body, If, Let, Loop, Map, Prim
 
 
 def fwd_body(ctx, b, body) -> dict:
@@ -26,7 +26,7 @@ def fwd_body(ctx, b, body) -> dict:
 
 
 def rev_body(ctx, b, body, adj, tapes) -> None:
-    from . import call, if_, loop, prim
+    from . import call, if_, loop, map_, prim
 
     for st in reversed(body.stmts):
         b.loc = dataclasses.replace(st.loc, role="adjoint") if st.loc is not None else None
@@ -39,6 +39,8 @@ def rev_body(ctx, b, body, adj, tapes) -> None:
             if_.rev(ctx, b, st, adj)
         elif isinstance(e, Loop):
             loop.rev(ctx, b, st, adj, tapes[id(st)])
+        elif isinstance(e, Map):
+            map_.rev(ctx, b, st, adj)
         else:
             raise TypeError(type(e).__name__)
 
