@@ -17,6 +17,7 @@ from .api import (
     value_and_grad,
     vjp,
 )
+from .combinators import map, vmap  # noqa: A004
 from .checkpointing import Binomial, Bisection, Budget, Joint, Online, Store, StripMine
 from .custom import ShapeDtypeStruct, checkpoint, custom_jvp, custom_vjp, pure_callback
 from .lax import stop_gradient

@@ -19,7 +19,7 @@ from collections import Counter
 
 import numpy as np
 
-from ...ir.core import Apply, Body, Const, ForForm, Func, If, Let, Loop, Prim, Prog, Var
+from ...ir.core import Apply, Body, Const, ForForm, Func, If, Let, Loop, Map, Prim, Prog, Var
 from ...ir.types import TensorType
 from .. import checks
 from .ownership import _Ownership
@@ -248,6 +248,10 @@ class _FuncEmitter(_PrimEmitter):
             self.if_(st, depth)
         elif isinstance(e, Loop):
             self.loop(st, depth)
+        elif isinstance(e, Map):
+            from .maps import emit_map
+
+            emit_map(self, st, depth)
         elif isinstance(e, Apply):
             if self.mod.dialect is not None and hasattr(self.mod.dialect, "before_call"):
                 self.mod.dialect.before_call(self, st, depth)  # e.g. the numba dialect's stack check
@@ -397,7 +401,7 @@ def _annotate_later(fe: _FuncEmitter, body: Body) -> None:
 
     later: set = {a for a in body.result if isinstance(a, Var)}
     for st in reversed(body.stmts):
-        if isinstance(st.exp, Loop):
+        if isinstance(st.exp, (Loop, Map)):
             fe._later[id(st)] = set(later)
         later |= free_vars(st.exp)
         for _, b in exp_scopes(st.exp):

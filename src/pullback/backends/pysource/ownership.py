@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ...ir.core import Apply, Body, ForForm, Func, If, Let, Loop, Prim, Var
+from ...ir.core import Apply, Body, ForForm, Func, If, Let, Loop, Map, Prim, Var
 from .tables import _STORE_OPS, _VIEW_OPS, KNOWN_PRIMS, _ndim
 
 
@@ -108,6 +108,17 @@ class _Ownership:
                         self.inits[a] += 1
                 for a in e.body.result:
                     self._use(a, False)
+            elif isinstance(e, Map):
+                # elements are views of the mapped arrays; stacked results are copied
+                # into the output; accumulators are carried like loop parameters
+                for a in e.arrays:
+                    self._use(a, True)
+                for a in e.accs:
+                    self._use(a, False)
+                    if isinstance(a, Var):
+                        self.inits[a] += 1
+                for a in e.lam.body.result[e.n_out:]:
+                    self._use(a, False)
             else:
                 for a in exp_atoms(e):
                     self._use(a, True)
@@ -144,6 +155,9 @@ class _Ownership:
                 out.update(a for a in e.args if isinstance(a, Var))
             elif isinstance(e, Loop):
                 out.update(a for a in tuple(e.init) + tuple(e.body.result) if isinstance(a, Var))
+            elif isinstance(e, Map):
+                out.update(a for a in tuple(e.arrays) + tuple(e.accs) + tuple(e.lam.body.result[e.n_out:])
+                           if isinstance(a, Var))
             else:
                 if not isinstance(e, If):
                     out.update(a for a in exp_atoms(e) if isinstance(a, Var))
@@ -196,6 +210,8 @@ class _Ownership:
                             self.owned.add(v)
             elif isinstance(e, Loop):
                 self.loop(st, k, last, here)
+            elif isinstance(e, Map):
+                self.loop(st, k, last, here, as_loop(e))
             elif isinstance(e, If):
                 self.if_(st, k, last, here)
             elif isinstance(e, Apply):
@@ -242,10 +258,11 @@ class _Ownership:
             if ok[j] and _ndim(v) > 0:
                 self.owned.add(v)
 
-    def loop(self, st: Let, k: int, last: dict, here: set) -> None:
+    def loop(self, st: Let, k: int, last: dict, here: set, e: Loop | None = None) -> None:
+        """`e`: the loop `st` is analysed as (a map's accumulators, `as_loop`)."""
         from ...ir.traverse import free_vars
 
-        e: Loop = st.exp
+        e = e or st.exp
         body_free = free_vars(e.body)
         res = e.body.result
         bound_in_body = {v for s in e.body.stmts for v in s.pat}
@@ -284,5 +301,16 @@ class _Ownership:
             cand -= bad
         self.loop_owned[id(st)] = cand
         self.loop_copy[id(st)] = cand & copy
+        off = st.exp.n_out if isinstance(st.exp, Map) else 0
         for j in cand:
-            self.owned.add(st.pat[j])
+            self.owned.add(st.pat[off + j])
+        if isinstance(st.exp, Map):   # the stacked results are made fresh
+            self.owned.update(v for v in st.pat[:off] if _ndim(v) > 0)
+
+
+def as_loop(e: Map) -> Loop:
+    """A map seen as the loop over its accumulators (ownership of in-place updates):
+    the index and elements are further binders, the stacked results are copied out."""
+    body = e.lam.body
+    return Loop(tuple(e.acc_params), tuple(e.accs), ForForm(e.index, e.width),
+                Body(body.stmts, tuple(body.result[e.n_out:])))
