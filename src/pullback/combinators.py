@@ -26,6 +26,9 @@ def map(f, *xs):  # noqa: A001 - the combinator's name, as in Futhark and JAX's 
     return eager_map(f, *xs)
 
 
+map.__pullback_stages_functions__ = True  # staged whenever `f` reads traced values (frontend.calls)
+
+
 def _axes(in_axes, n, loc):
     if isinstance(in_axes, (list, tuple)):
         if len(in_axes) != n:

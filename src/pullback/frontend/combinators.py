@@ -49,8 +49,9 @@ def stage_map(ctx, fun, mapped, loc, what="pb.map"):
             t = a.type
             if not isinstance(t, TensorType) or t.ndim == 0:
                 raise ShapeError(f"{what}: cannot map over a scalar ({t})", loc=loc,
-                                 hint="map over arrays; pass scalars as arguments that are not mapped "
-                                      "(in_axes=None in pb.vmap) or read them from the enclosing code")
+                                 hint="map over arrays (a Python list is a pytree of its items: pass np.array(...)); "
+                                      "pass scalars as arguments that are not mapped (in_axes=None in "
+                                      "pb.vmap) or read them from the enclosing code")
             if width is None:
                 width = t.shape[0]
             elif t.shape[0] != width:
@@ -64,6 +65,9 @@ def stage_map(ctx, fun, mapped, loc, what="pb.map"):
         raise PullbackError(f"{what}: nothing to map over", loc=loc,
                             hint="pass at least one array whose leading axis is mapped")
     fname, leaves, _, out_tree, ret_types = transforms.stage_fn(ctx, fun, tuple(args))
+    if not ret_types:
+        raise PullbackError(f"{what}: '{_fname(fun)}' returns no arrays or numbers to stack", loc=loc,
+                            hint="return the per-element result (a number, an array or a tuple of them)")
     func = ctx.state.funcs[fname]
     mapping = dict(zip(func.params, leaves))
     index = b.fresh("i", I64)
@@ -81,7 +85,10 @@ def eager_map(fun, *xs):
     import numpy as np
 
     leaves_xs = [flatten(x) for x in xs]
-    ns = {np.shape(leaf)[0] for leaves, _ in leaves_xs for leaf in leaves if np.ndim(leaf) > 0}
+    if any(np.ndim(leaf) == 0 for leaves, _ in leaves_xs for leaf in leaves):
+        raise ShapeError("pb.map: cannot map over a scalar",
+                         hint="map over arrays (a Python list is a pytree of its items: pass np.array(list))")
+    ns = {np.shape(leaf)[0] for leaves, _ in leaves_xs for leaf in leaves}
     if len(ns) != 1:
         raise ShapeError("pb.map: the mapped arrays need one common leading dimension"
                          + (f", got {sorted(ns)}" if ns else ""))

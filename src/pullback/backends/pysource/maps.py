@@ -32,6 +32,9 @@ def emit_map(fe, st, depth: int) -> None:
     dialect = fe.mod.dialect
     parallel = dialect is not None and getattr(dialect, "parallel_map", None) is not None \
         and dialect.parallel_map(fe, st)
+    over = ", ".join(fe.a(a) for a in e.arrays) or "range"
+    fe.line(depth, f"# map over {over}" + (" (parallel)" if parallel else "")
+            + (f", accumulating {', '.join(fe.a(a) for a in e.accs)}" if e.accs else ""))
     outs = [fe.bind(v) for v in st.pat[:k]]
     for v, name in zip(st.pat[:k], outs):
         fe.line(depth, f"{name} = np.empty({_shape_lit(v.type.shape)}, dtype={_NP_DTYPE[v.type.dtype]})")
