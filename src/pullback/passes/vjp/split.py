@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from ...errors import MissingRuleError
 from ...ir import names
 from ...ir.builder import Builder
-from ...ir.core import Apply, Body, ForForm, Func, If, Let, Loop, Prim, Var, WhileForm
+from ...ir.core import Apply, Body, ForForm, Func, If, Let, Loop, Map, Prim, Var, WhileForm
 from ...ir.names import NameSupply
 from ...ir.traverse import all_names, free_vars, iter_lets, substitute
 from ...ir.types import I64, StoreType, TensorType
@@ -232,7 +232,7 @@ def fwd_scope(ctx, F, body: Body, tape: Tape) -> dict:
 
 def rev_scope(ctx, R, body: Body, adj, info: dict, tape: Tape) -> None:
     """Emit `body`'s return sweep into `R` (reverse order), threading `tape`."""
-    from . import call, if_, loop, prim
+    from . import call, if_, loop, map_, prim
 
     for st in reversed(body.stmts):
         R.loc = dataclasses.replace(st.loc, role="adjoint") if st.loc is not None else None
@@ -254,6 +254,10 @@ def rev_scope(ctx, R, body: Body, adj, info: dict, tape: Tape) -> None:
                 _loop_rev(ctx, R, st, adj, info[id(st)], tape)
             else:
                 loop.rev(ctx, R, st, adj, info[id(st)])
+        elif isinstance(e, Map):
+            # self-contained: its return sweep re-executes the lambda (calls of split
+            # functions inside it are reversed through their wrappers, `call.rev`)
+            map_.rev(ctx, R, st, adj)
         else:
             raise TypeError(type(e).__name__)
 
