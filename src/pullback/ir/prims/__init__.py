@@ -88,4 +88,4 @@ def check(cond: bool, msg: str, hint: str | None = None) -> None:
         raise ShapeError(msg, hint=hint)
 
 
-from . import elementwise, reductions, shape, indexing, linalg, decomp, stores, special, callback, schedule  # noqa: E402,F401  (registers rows)
+from . import elementwise, reductions, shape, indexing, linalg, decomp, stores, special, callback, schedule, combine  # noqa: E402,F401  (registers rows)
