@@ -53,7 +53,7 @@ def _innermost_loc(err: BaseException, filename: str, line_locs: list):
 def compile_prog(prog: Prog, fname: str | None = None):
     """The entry function (or `fname`) of the emitted module, taking leaf values
     positionally and returning a list of results."""
-    m = emit_module(prog)
+    m = emit_module(_vectorize(prog))
     src, sites, line_locs = m.source, m.sites, m.line_locs
     n = next(_COUNTER)
     filename = f"<pullback-{_sanitize(prog.entry)}-{n}>"
@@ -87,6 +87,14 @@ def compile_prog(prog: Prog, fname: str | None = None):
     entry.source = src
     entry.__name__ = f.name
     return entry
+
+
+def _vectorize(prog: Prog) -> Prog:
+    """Maps as whole-array code, contractions as matmul (`passes.vectorize`;
+    PULLBACK_VECTORIZE=0 turns it off). `derivative_source` shows the program unvectorised."""
+    from ...passes.vectorize import vectorize
+
+    return vectorize(prog)
 
 
 def _param_dtype(t):
