@@ -29,3 +29,4 @@ test-all: $(VENV)/.stamp
 .PHONY: bench
 bench: $(VENV)/.stamp
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/combinators/run.py   # issue 12: pb.map/reduce/hist/vmap, 1 -> 2 cores
