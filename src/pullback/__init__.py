@@ -18,6 +18,7 @@ from .api import (
     vjp,
 )
 from .combinators import map, vmap  # noqa: A004
+from .reducers import add, associative_scan, hist, max, min, mul, reduce, scatter  # noqa: A004
 from .checkpointing import Binomial, Bisection, Budget, Joint, Online, Store, StripMine
 from .custom import ShapeDtypeStruct, checkpoint, custom_jvp, custom_vjp, pure_callback
 from .lax import stop_gradient
