@@ -69,16 +69,16 @@ def test_per_example_gradients_are_each_examples_gradient():
 
 def test_targets_say_missed_when_missed():
     pbr = {"primal": 1.0, "deriv": 5.0}
-    one = {"mm": {256: {"pullback": pbr, "numpy": {"primal": 0.1, "deriv": 1.0}, "agree": {}}},
-           "vmap": {(8, 2, 3): {"pullback": {"primal": 1.0, "deriv": 2.0}, "jax": {"primal": 1.0, "deriv": 1.0},
+    one = {("mm", "numba"): {256: {"pullback": pbr, "numpy": {"primal": 0.1, "deriv": 1.0}, "agree": {}}},
+           ("vmap", "numba"): {(8, 2, 3): {"pullback": {"primal": 1.0, "deriv": 2.0}, "jax": {"primal": 1.0, "deriv": 1.0},
                                 "agree": {}}}}
     scal = {"parts": {"mm": {"size": 256, "1": {"primal": 2.0, "deriv": 2.0}, "2": {"primal": 1.0, "deriv": 1.5},
                              "agree": [0.0, 0.0]}}}
     lines = R.targets(one, scal, None)
     text = "\n".join(lines)
-    assert "mm (256): derivative/primal 5.00 <= 4: MISSED" in text
+    assert "mm [numba] (256): derivative/primal 5.00 <= 4: MISSED" in text
     assert "pullback adjoint / NumPy adjoint 5.00 <= 3: MISSED" in text
-    assert "vmap (8, 2, 3): derivative/primal 2.00 <= 4: met" in text
+    assert "vmap [numba] (8, 2, 3): derivative/primal 2.00 <= 4: met" in text
     assert "pullback / JAX per-example gradients 2.00 <= 1: MISSED" in text
     assert "speedup of the parallel primal 2.00 >= 1.7: met" in text
     assert "speedup of the parallel derivative 1.33 >= 1.7: MISSED" in text

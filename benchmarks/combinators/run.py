@@ -8,8 +8,8 @@ JAX and PyTorch where there is a counterpart, and the 1 -> 2 core speedup of the
 Writes OUT_DIR/results.md. See benchmarks/README.md, section "Combinators".
 
 Contract: one-core numbers come from this process, pinned to one core with every thread pool
-at one thread before NumPy is imported (benchmarks/run.py's `pin`), pullback on the numba
-backend with `parallel=False` where pullback has that keyword. The scaling numbers come from a
+at one thread before NumPy is imported (benchmarks/run.py's `pin`), pullback on each of
+`--backends` (numba, pysource) with `parallel=False` where pullback has that keyword. The scaling numbers come from a
 child process (`--scaling-probe`) allowed two cores, BLAS still at one thread, which times the
 `parallel=True` builds with `numba.set_num_threads(1)` and `(2)` alternately. Every timing is
 the smaller of `--rounds` medians of repeated calls after a first (compiling) call, primal
@@ -62,6 +62,8 @@ def parse_args(argv=None):
     p.add_argument("--kmeans", default=None, help="k-means sizes n,k,d; ';'-separated")
     p.add_argument("--sparse", default=None, help="sparse histogram sizes samples,bins,probes; ';'-separated")
     p.add_argument("--vmap", default=None, help="per-example gradient sizes batch,d,hidden; ';'-separated")
+    p.add_argument("--backends", default="numba,pysource",
+                   help="pullback's backends, one table each (the scaling part is numba's)")
     p.add_argument("--rounds", type=int, default=None, help="alternating rounds per measurement (default 3, quick 1)")
     p.add_argument("--min-time", type=float, default=None)
     p.add_argument("--min-runs", type=int, default=None)
@@ -78,6 +80,7 @@ def parse_args(argv=None):
     a.mm_n = [s[0] for s in sizes(a.mm_n)]
     for key in ("kmeans", "sparse", "vmap"):
         setattr(a, key, sizes(getattr(a, key)))
+    a.backends = [b for b in a.backends.split(",") if b]
     a.rounds = a.rounds or (1 if a.quick else 3)
     a.min_time = a.min_time if a.min_time is not None else (0.02 if a.quick else 0.2)
     a.min_runs = a.min_runs or (3 if a.quick else 5)
@@ -97,10 +100,11 @@ def has_parallel(pb):
 
 # --------------------------------------------------------------------------- the workloads
 
-def workloads(pb, args, parallel):
+def workloads(pb, args, parallel, backend="numba"):
     """{part: (sizes, make(size) -> args, pullback(primal, deriv) builder, numpy (primal, deriv) or None)}."""
     P = progs()
     kw = {"parallel": parallel} if has_parallel(pb) else {}
+    kw["backend"] = backend
     out = {
         "mm": ([n for n in args.mm_n], lambda n, rng: P.mm_input(n, rng),
                lambda: (pb.jit(P.mm_loss, **kw), pb.grad(P.mm_loss, argnums=(0, 1), **kw)),
@@ -145,9 +149,10 @@ def err(msg, e):
 
 # --------------------------------------------------------------------------- one core (this process)
 
-def one_core(pb, np, args, part, frameworks):
-    """{size: {tool: pair(...) or error str, "agree": {tool: (primal err, deriv err)}}}."""
-    sz, make, build, ref = workloads(pb, args, False)[part]
+def one_core(pb, np, args, part, frameworks, backend, others):
+    """{size: {tool: pair(...) or error str, "agree": {tool: (primal err, deriv err)}}}. The other tools
+    are measured once per size (`others` keeps them for the next backend)."""
+    sz, make, build, ref = workloads(pb, args, False, backend)[part]
     fns = build()
     res = {}
     for size in sz:
@@ -155,7 +160,7 @@ def one_core(pb, np, args, part, frameworks):
         row = res[size] = {"agree": {}}
         try:
             row["pullback"] = pair(fns[0], fns[1], a, args)
-            print(f"  {part} {size}: pullback primal {bench.fmt_t(row['pullback']['primal'])}, deriv "
+            print(f"  {part} {size}: pullback ({backend}) primal {bench.fmt_t(row['pullback']['primal'])}, deriv "
                   f"{bench.fmt_t(row['pullback']['deriv'])}", flush=True)
         except Exception as e:
             row["pullback"] = err("pullback failed", e)
@@ -175,10 +180,13 @@ def one_core(pb, np, args, part, frameworks):
                 a_torch = tuple(torch.from_numpy(np.ascontiguousarray(v)) for v in a)
         for tool, (tp, td, sync) in tools.items():
             targs = a_torch if tool == "torch" else a
-            try:
-                row[tool] = pair(tp, td, targs, args, sync)
-            except Exception as e:
-                row[tool] = err(f"{tool} failed", e)
+            if (size, tool) not in others:
+                try:
+                    others[(size, tool)] = pair(tp, td, targs, args, sync)
+                except Exception as e:
+                    others[(size, tool)] = err(f"{tool} failed", e)
+            row[tool] = others[(size, tool)]
+            if isinstance(row[tool], str):
                 continue
             pbr = row["pullback"]
             row["agree"][tool] = tuple(bench.disagreement(pbr[w + "_res"], row[tool][w + "_res"])
@@ -321,33 +329,34 @@ def part_table(part, res, rtol, lines):
 
 def targets(one, scal, args):
     out = []
-    for part, res in one.items():
+    for (part, backend), res in one.items():
+        bk = f" [{backend}]"
         ok_rows = [(s, r["pullback"]) for s, r in res.items() if isinstance(r["pullback"], dict)]
         for s, r in ok_rows:
             q = r["deriv"] / r["primal"]
-            out.append(f"{part} ({fsize(s)}): derivative/primal {q:.2f} <= 4: {'met' if q <= 4 else 'MISSED'}")
+            out.append(f"{part}{bk} ({fsize(s)}): derivative/primal {q:.2f} <= 4: {'met' if q <= 4 else 'MISSED'}")
         if part == "mm":
             for s, r in ok_rows:
                 v = res[s].get("numpy")
                 if s == 256 and isinstance(v, dict):
                     q = r["deriv"] / v["deriv"]
-                    out.append(f"mm (n = 256): pullback adjoint / NumPy adjoint {q:.2f} <= 3: "
+                    out.append(f"mm{bk} (n = 256): pullback adjoint / NumPy adjoint {q:.2f} <= 3: "
                                f"{'met' if q <= 3 else 'MISSED'}")
             if 256 not in res:
-                out.append("mm: the adjoint target is at n = 256, not measured in this run")
+                out.append(f"mm{bk}: the adjoint target is at n = 256, not measured in this run")
         if part == "vmap":
             for s, r in ok_rows:
                 v = res[s].get("jax")
                 if isinstance(v, dict):
                     q = r["deriv"] / v["deriv"]
-                    out.append(f"vmap ({fsize(s)}): pullback / JAX per-example gradients {q:.2f} <= 1: "
+                    out.append(f"vmap{bk} ({fsize(s)}): pullback / JAX per-example gradients {q:.2f} <= 1: "
                                f"{'met' if q <= 1 else 'MISSED'}")
         if part == "sparse" and len(ok_rows) >= 2:
             (s0, r0), (s1, r1) = ok_rows[0], ok_rows[-1]
             g, p = r1["deriv"] / r0["deriv"], r1["primal"] / r0["primal"]
             grow = s1[1] / s0[1]
             q0, q1 = r0["deriv"] / r0["primal"], r1["deriv"] / r1["primal"]
-            out.append(f"sparse: from B = {s0[1]:g} to {s1[1]:g} bins ({grow:g}x) at n = {s1[0]:g} the gradient's time "
+            out.append(f"sparse{bk}: from B = {s0[1]:g} to {s1[1]:g} bins ({grow:g}x) at n = {s1[0]:g} the gradient's time "
                        f"grows {g:.2f}x (the primal's, which zero-fills the B bins, {p:.2f}x); does not grow "
                        f"(<= 1.5x): {'met' if g <= 1.5 else 'MISSED'}; derivative/primal stays flat ({q0:.2f} -> "
                        f"{q1:.2f}, <= 1.25x): {'met' if q1 <= 1.25 * q0 else 'MISSED'}")
@@ -357,7 +366,7 @@ def targets(one, scal, args):
                 continue
             for w, name in (("primal", "primal"), ("deriv", "derivative")):
                 sp = c["1"][w] / c["2"][w]
-                out.append(f"{part} ({fsize(c['size'])}): 1 -> 2 core speedup of the parallel {name} {sp:.2f} >= 1.7: "
+                out.append(f"{part} [numba] ({fsize(c['size'])}): 1 -> 2 core speedup of the parallel {name} {sp:.2f} >= 1.7: "
                            f"{'met' if sp >= 1.7 else 'MISSED'}")
     return out
 
@@ -365,8 +374,9 @@ def targets(one, scal, args):
 def report(one, scal, meta, args, notes):
     L = ["# Combinator benchmarks (issue 12 §4)", "",
          f"Written by `benchmarks/combinators/run.py{' --quick' if args.quick else ''}` on {meta['date']}; "
-         f"whole run {meta['elapsed']:.0f} s. pullback {meta['commit']}, numba backend; "
-         + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + f"; {meta['cpu']}.", "",
+         f"whole run {meta['elapsed']:.0f} s. pullback {meta['commit']}, backends {', '.join(args.backends)}; "
+         + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + f"; {meta['cpu']}, {os.cpu_count()} cores; load average (1, 5, 15 min) {meta['load0']} at the start, "
+         f"{meta['load']} at the end.", "",
          f"One-core numbers: this process pinned to core(s) {meta['cpus']}, every thread pool (BLAS, XLA, "
          f"PyTorch) at one thread, pullback {meta['parallel_kw']}. Each time is the smaller of {args.rounds} "
          f"median(s) of repeated calls (at least {args.min_time:g} s and {args.min_runs} calls) after a first "
@@ -374,10 +384,15 @@ def report(one, scal, meta, args, notes):
          "own primal. *pullback/X deriv*: pullback's derivative time over X's (< 1: pullback is faster). "
          f"*agree*: X's primal and derivative match pullback's to {args.rtol:g} relative to the largest entry. "
          "The machine is shared: rerun rather than quote.", ""]
-    for part, res in one.items():
+    for part in PARTS:
+        if not any(p == part for p, _ in one):
+            continue
         title, desc = TITLES[part]
         L += [f"## {title}", "", desc, ""]
-        part_table(part, res, args.rtol, L)
+        for backend in args.backends:
+            if (part, backend) in one:
+                L += [f"pullback on {backend}:", ""]
+                part_table(part, one[(part, backend)], args.rtol, L)
     L += ["## 1 -> 2 cores (parallel=True)", ""]
     if isinstance(scal, str):
         L += [f"Not measured: {scal}", ""]
@@ -406,6 +421,14 @@ def report(one, scal, meta, args, notes):
 
 # --------------------------------------------------------------------------- main
 
+def loadavg():
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "?"
+
+
 def meta_info(np, frameworks, versions, cpus, scale_cpus, parallel_kw, t0):
     import numba
 
@@ -421,6 +444,7 @@ def meta_info(np, frameworks, versions, cpus, scale_cpus, parallel_kw, t0):
     except (OSError, StopIteration):
         pass
     return {"date": time.strftime("%Y-%m-%d %H:%M"), "elapsed": time.time() - t0, "commit": commit, "cpu": cpu,
+            "load": loadavg(),
             "versions": {"numpy": np.__version__, "numba": numba.__version__, **versions},
             "cpus": cpus, "scale_cpus": scale_cpus, "parallel_kw": parallel_kw}
 
@@ -434,7 +458,7 @@ def main(argv=None):
         if hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, set(allowed))      # ... but the child keeps the cores it was given
         return scaling_probe(args)
-    t0 = time.time()
+    t0, load0 = time.time(), loadavg()
     os.environ.setdefault("PULLBACK_CACHE_DIR", tempfile.mkdtemp(prefix="pb-bench-comb-"))
     cpus = bench.pin(1)                                # before numpy is imported
     os.environ["NUMBA_NUM_THREADS"] = "1"
@@ -458,10 +482,14 @@ def main(argv=None):
             notes.append(f"{TITLES[part][0]}: {why}")
             continue
         print(f"{part} ...", flush=True)
-        one[part] = one_core(pb, np, args, part, frameworks)
+        others = {}
+        for backend in args.backends:
+            one[(part, backend)] = one_core(pb, np, args, part, frameworks, backend, others)
     scale_cpus = allowed[:2]
     if "scaling" not in parts:
         scal = "not requested (--parts)"
+    elif "numba" not in args.backends:
+        scal = "the numba backend is not in --backends (parallel maps are the numba backend's)"
     elif not par:
         scal = "this checkout's `pb.jit` / `pb.grad` have no `parallel=` keyword yet"
     elif len(scale_cpus) < 2:
@@ -470,6 +498,7 @@ def main(argv=None):
         print("scaling (child process, two cores) ...", flush=True)
         scal = scaling(argv, scale_cpus)
     meta = meta_info(np, frameworks, versions, cpus, scale_cpus, parallel_kw, t0)
+    meta["load0"] = load0
     text = report(one, scal, meta, args, notes)
     os.makedirs(args.out_dir, exist_ok=True)
     with open(os.path.join(args.out_dir, "results.md"), "w") as f:
