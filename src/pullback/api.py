@@ -5,7 +5,10 @@ NumPy arrays and floats (pytrees of them). Calling it stages the function for
 the argument signature (cached, as `jax.jit` does), derives IR, and runs it on
 a backend: `"numba"` (the default; `$PULLBACK_BACKEND` changes it) compiles
 the emitted code with Numba, `"interp"` is the reference semantics and
-`"pysource"` runs the readable emitted NumPy Python. Each transformation object also has
+`"pysource"` runs the readable emitted NumPy Python. `parallel=True|False|None`
+(every transformation): whether numba runs outermost maps on all cores (None:
+when large enough to pay; ``PULLBACK_PARALLEL=0``: never; note
+[numba-parallel]); other backends ignore it. Each transformation object also has
 `__pullback_stage__`, so it may be called inside code that pullback itself
 stages and differentiates (grad of grad, grad of a function that calls grad).
 
@@ -57,12 +60,13 @@ def _backend_run(name):
     return run
 
 
-def _runner(name, prog):
-    """A callable running `prog`'s entry on leaf values (compiled once, for numba)."""
+def _runner(name, prog, parallel=None):
+    """A callable running `prog`'s entry on leaf values (compiled once, for numba;
+    `parallel` matters only there)."""
     if name == "numba":
         from .backends.numba_backend import compiled
 
-        return compiled(prog)
+        return compiled(prog, parallel=parallel)
     run = _backend_run(name)
     return lambda *leaves: run(prog, *leaves)
 
@@ -233,11 +237,12 @@ def _api(fn):
 class jit(_Boundary):
     """`pb.jit(f)`: stage `f` per argument signature and run the staged program."""
 
-    def __init__(self, fun, backend: str | None = None, static_argnums=()):
+    def __init__(self, fun, backend: str | None = None, static_argnums=(), parallel: bool | None = None):
         try:
             _check_callable(fun, "jit")
             self.static_argnums = _static_argnums(static_argnums)
             self.backend = _check_backend(backend) or default_backend()
+            self.parallel = _check_parallel(parallel, "jit")
         except PullbackError as e:
             raise _boundary_error(e) from None
         self.fun = fun
@@ -282,7 +287,7 @@ class jit(_Boundary):
             if st.runner is None:
                 with STAGING_LOCK:
                     if st.runner is None:
-                        st.runner = _runner(self.backend, st.prog)
+                        st.runner = _runner(self.backend, st.prog, self.parallel)
             run, out_tree, dts = st.runner, st.out_tree, st.out_dtypes
             if fast is not None:
                 self._fast[fast] = (run, out_tree, dts)
@@ -299,16 +304,17 @@ class jit(_Boundary):
 class _Transformed(_Boundary):
     """A derived function (grad, jacobian, ...) of `fun`."""
 
-    def __init__(self, stage_impl, fun, backend, name):
+    def __init__(self, stage_impl, fun, backend, name, parallel=None):
         self._impl = stage_impl  # (ctx, fun, args) -> staged result
         self.fun = fun
         self.backend = backend
+        self.parallel = parallel
         self.__name__ = name
-        self._jit = jit(self, backend=backend)
+        self._jit = jit(self, backend=backend, parallel=parallel)
 
     def __pullback_with_fun__(self, fun):
         """The same transformation of another function (closure conversion, note [closures])."""
-        return _Transformed(self._impl, fun, self.backend, self.__name__)
+        return _Transformed(self._impl, fun, self.backend, self.__name__, self.parallel)
 
     def _call(self, args, kwargs):
         if kwargs:
@@ -350,76 +356,86 @@ def _name(fun, what):
     return f"{what}({getattr(fun, '__name__', 'f')})"
 
 
-def _prepare(fun, what, backend, argnums=None, single=False):
+def _check_parallel(parallel, what):
+    from .backends.numba_parallel import check_parallel
+
+    return check_parallel(parallel, what)
+
+
+def _prepare(fun, what, backend, argnums=None, single=False, parallel=None):
     _check_callable(fun, what)
     _check_backend(backend)
+    _check_parallel(parallel, what)
     return None if argnums is None else _argnums(argnums, what, single)
 
 
 @_api
-def grad(fun, argnums=0, backend: str | None = None, checkpoint="store"):
+def grad(fun, argnums=0, backend: str | None = None, checkpoint="store", parallel: bool | None = None):
     """Gradient of a scalar-valued `fun` with respect to argument(s) `argnums`.
 
     `checkpoint` picks the reverse-mode strategy: "store" (the default: calls
     of recursive functions in split mode, linear time) or `pb.Joint()`
-    (re-execute callees: least memory). See `pullback.checkpointing`."""
-    argnums = _prepare(fun, "grad", backend, argnums)
+    (re-execute callees: least memory). See `pullback.checkpointing`.
+    `parallel`: see the module docstring (every transformation takes it)."""
+    argnums = _prepare(fun, "grad", backend, argnums, parallel=parallel)
     cp = checkpointing.parse(checkpoint, "grad")
-    return _cached(fun, ("grad", argnums, backend, cp), lambda: _Transformed(
-        lambda ctx, f, a: transforms.grad(ctx, f, a, argnums, checkpoint=cp), fun, backend, _name(fun, "grad")))
+    return _cached(fun, ("grad", argnums, backend, cp, parallel), lambda: _Transformed(
+        lambda ctx, f, a: transforms.grad(ctx, f, a, argnums, checkpoint=cp), fun, backend, _name(fun, "grad"),
+        parallel))
 
 
 @_api
-def value_and_grad(fun, argnums=0, backend: str | None = None, checkpoint="store"):
+def value_and_grad(fun, argnums=0, backend: str | None = None, checkpoint="store", parallel: bool | None = None):
     """`(fun(*args), grad(fun)(*args))` in one pass."""
-    argnums = _prepare(fun, "value_and_grad", backend, argnums)
+    argnums = _prepare(fun, "value_and_grad", backend, argnums, parallel=parallel)
     cp = checkpointing.parse(checkpoint, "value_and_grad")
-    return _cached(fun, ("value_and_grad", argnums, backend, cp), lambda: _Transformed(
+    return _cached(fun, ("value_and_grad", argnums, backend, cp, parallel), lambda: _Transformed(
         lambda ctx, f, a: transforms.grad(ctx, f, a, argnums, with_value=True, checkpoint=cp), fun, backend,
-        _name(fun, "value_and_grad")))
+        _name(fun, "value_and_grad"), parallel))
 
 
 @_api
-def jacobian(fun, argnums=0, mode: str = "rev", backend: str | None = None, checkpoint="store"):
+def jacobian(fun, argnums=0, mode: str = "rev", backend: str | None = None, checkpoint="store",
+             parallel: bool | None = None):
     """Jacobian of `fun` w.r.t. one argument, shape `out.shape + x.shape`; with a
     tuple of argnums, a tuple of Jacobians (as JAX). `checkpoint` applies to
     mode="rev" (see `grad`)."""
-    argnums = _prepare(fun, "jacobian", backend, argnums)
+    argnums = _prepare(fun, "jacobian", backend, argnums, parallel=parallel)
     if mode not in ("rev", "fwd"):
         raise PullbackError(f"jacobian mode must be 'rev' or 'fwd', got {short_repr(mode)}",
                             hint="mode='rev' (one vjp per output element) or mode='fwd' (one jvp per input element)")
     cp = checkpointing.parse(checkpoint, "jacobian")
-    return _cached(fun, ("jacobian", argnums, mode, backend, cp), lambda: _Transformed(
+    return _cached(fun, ("jacobian", argnums, mode, backend, cp, parallel), lambda: _Transformed(
         lambda ctx, f, a: transforms.jacobian(ctx, f, a, argnums, mode, checkpoint=cp), fun, backend,
-        _name(fun, "jacobian")))
+        _name(fun, "jacobian"), parallel))
 
 
-def jacrev(fun, argnums=0, backend=None, checkpoint="store"):
+def jacrev(fun, argnums=0, backend=None, checkpoint="store", parallel=None):
     """`jacobian(fun, argnums, mode="rev")`."""
-    return jacobian(fun, argnums, "rev", backend, checkpoint)
+    return jacobian(fun, argnums, "rev", backend, checkpoint, parallel=parallel)
 
 
-def jacfwd(fun, argnums=0, backend=None):
+def jacfwd(fun, argnums=0, backend=None, parallel=None):
     """`jacobian(fun, argnums, mode="fwd")`."""
-    return jacobian(fun, argnums, "fwd", backend)
+    return jacobian(fun, argnums, "fwd", backend, parallel=parallel)
 
 
 @_api
-def hessian(fun, argnums=0, backend: str | None = None, checkpoint="store"):
+def hessian(fun, argnums=0, backend: str | None = None, checkpoint="store", parallel: bool | None = None):
     """Hessian by forward-over-reverse: `jacobian(grad(fun), mode="fwd")`;
     `checkpoint` is the inner gradient's strategy. With a tuple of argnums, the
     nested tuple of blocks `H[i][j]` = d2 f / d x_i d x_j, as JAX."""
-    argnums = _prepare(fun, "hessian", backend, argnums)
+    argnums = _prepare(fun, "hessian", backend, argnums, parallel=parallel)
     if isinstance(argnums, tuple):
-        blocks = [[jacobian(grad(fun, i, backend, checkpoint), j, "fwd", backend) for j in argnums]
-                  for i in argnums]
+        blocks = [[jacobian(grad(fun, i, backend, checkpoint, parallel), j, "fwd", backend, parallel=parallel)
+                   for j in argnums] for i in argnums]
 
         @_api
         def hess(*args, **kwargs):
             return tuple(tuple(b(*args, **kwargs) for b in row) for row in blocks)
 
         return hess
-    return jacobian(grad(fun, argnums, backend, checkpoint), argnums, "fwd", backend)
+    return jacobian(grad(fun, argnums, backend, checkpoint, parallel), argnums, "fwd", backend, parallel=parallel)
 
 
 def _tuple_arg(v, what, name):
@@ -432,13 +448,13 @@ def _tuple_arg(v, what, name):
 class _JvpOp:
     """`pb.jvp(f, primals, tangents) -> (out, tangent_out)`."""
 
-    def __call__(self, fun, primals, tangents, backend: str | None = None):
+    def __call__(self, fun, primals, tangents, backend: str | None = None, parallel: bool | None = None):
         try:
-            _prepare(fun, "jvp", backend)
+            _prepare(fun, "jvp", backend, parallel=parallel)
             primals = _tuple_arg(primals, "jvp", "primals")
             tangents = _tuple_arg(tangents, "jvp", "tangents")
-            t = _cached(fun, ("jvp", backend), lambda: _Transformed(
-                lambda ctx, f, a: transforms.jvp(ctx, f, a[0], a[1]), fun, backend, _name(fun, "jvp")))
+            t = _cached(fun, ("jvp", backend, parallel), lambda: _Transformed(
+                lambda ctx, f, a: transforms.jvp(ctx, f, a[0], a[1]), fun, backend, _name(fun, "jvp"), parallel))
             return t._call((primals, tangents), {})
         except Exception as e:
             if debugging() and not isinstance(e, PullbackError):
@@ -453,13 +469,14 @@ class _JvpOp:
 class _VjpOp:
     """`pb.vjp(f, *primals) -> (out, vjp_fn)`; `vjp_fn(ct)` returns one cotangent per primal."""
 
-    def __call__(self, fun, *primals, backend: str | None = None, checkpoint="store"):
+    def __call__(self, fun, *primals, backend: str | None = None, checkpoint="store", parallel: bool | None = None):
         try:
-            _prepare(fun, "vjp", backend)
+            _prepare(fun, "vjp", backend, parallel=parallel)
             cp = checkpointing.parse(checkpoint, "vjp")
-            out = _cached(fun, ("jit", backend), lambda: jit(fun, backend=backend))._call(primals, {})
-            t = _cached(fun, ("vjp", backend, cp), lambda: _Transformed(
-                lambda ctx, f, a: _apply_vjp(ctx, f, a[0], a[1], cp), fun, backend, _name(fun, "vjp")))
+            out = _cached(fun, ("jit", backend, parallel),
+                          lambda: jit(fun, backend=backend, parallel=parallel))._call(primals, {})
+            t = _cached(fun, ("vjp", backend, cp, parallel), lambda: _Transformed(
+                lambda ctx, f, a: _apply_vjp(ctx, f, a[0], a[1], cp), fun, backend, _name(fun, "vjp"), parallel))
         except Exception as e:
             if debugging() and not isinstance(e, PullbackError):
                 raise

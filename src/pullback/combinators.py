@@ -68,19 +68,21 @@ def _stage_vmap(ctx, fun, args, in_axes, out_axes):
     return _move(ctx, out, 0, out_axes) if out_axes != 0 else out
 
 
-def vmap(fun, in_axes=0, out_axes=0, backend=None):
+def vmap(fun, in_axes=0, out_axes=0, backend=None, parallel=None):
     """JAX's batching transformation: `vmap(f)(xs)` is `f` applied to each slice of
     `xs` along axis `in_axes` (an int, None for an argument passed whole, or a
     tuple with one entry per argument), stacked along `out_axes`. It lowers to
-    `pb.map`, so it composes with `grad`, `jvp`, `jit` and itself."""
+    `pb.map`, so it composes with `grad`, `jvp`, `jit` and itself. `parallel`:
+    as every transformation's (`pullback.api`)."""
     from . import api
 
-    api._prepare(fun, "vmap", backend)
+    api._prepare(fun, "vmap", backend, parallel=parallel)
     if not isinstance(out_axes, int):
         raise PullbackError(f"pb.vmap: out_axes must be an int, got {out_axes!r}")
-    key = ("vmap", in_axes if not isinstance(in_axes, list) else tuple(in_axes), out_axes, backend)
+    key = ("vmap", in_axes if not isinstance(in_axes, list) else tuple(in_axes), out_axes, backend, parallel)
     return api._cached(fun, key, lambda: api._Transformed(
-        lambda ctx, f, a: _stage_vmap(ctx, f, a, in_axes, out_axes), fun, backend, api._name(fun, "vmap")))
+        lambda ctx, f, a: _stage_vmap(ctx, f, a, in_axes, out_axes), fun, backend, api._name(fun, "vmap"),
+        parallel))
 
 
 def _stage_map_call(st, f, *xs):

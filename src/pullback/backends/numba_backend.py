@@ -46,7 +46,7 @@ import numpy as np
 from ..errors import PullbackError
 from ..ir.core import Prog
 from ..ir.types import TensorType
-from . import numba_cache
+from . import numba_cache, numba_parallel
 from . import pysource as ps
 from .numba_dialect import NumbaDialect, cycle_edges
 
@@ -62,22 +62,29 @@ _UNITS: dict = {}                # module name -> _Unit loaded in this process
 _LOCK = threading.RLock()        # guards _MEMO, _UNITS, module loading and first compiles
 
 
-def emit_prog(prog: Prog, name_hints: bool = True) -> str:
-    return _emit(prog, name_hints)[0]
+def emit_prog(prog: Prog, name_hints: bool = True, parallel: bool | None = None) -> str:
+    """The module's source; `parallel` as `compile_prog`'s."""
+    return _emit_par(prog, name_hints, parallel=numba_parallel.setting(parallel))[0]
 
 
 def _emit(prog: Prog, name_hints: bool = True, metered: bool = False):
     """The module's source and the values of its hidden constant parameters, as a
     `checks.ModuleArgs` that also holds the module's run-time check sites.
-    `metered`: the stores count their bytes (memory_report)."""
+    `metered`: the stores count their bytes (memory_report). Maps are sequential."""
+    return _emit_par(prog, name_hints, metered)[:2]
+
+
+def _emit_par(prog: Prog, name_hints: bool = True, metered: bool = False, parallel: bool | None = False):
+    """`_emit`'s pair and whether a function of the module runs a map in
+    parallel; `parallel`: the effective setting (`numba_parallel.setting`)."""
     from .checks import ModuleArgs
 
-    d = NumbaDialect(metered=metered)
+    d = NumbaDialect(metered=metered, parallel=parallel)
     m = ps.emit_module(prog, name_hints, dialect=d)
     limit = None
     if d.stack_param:
         from .numba_stack import stack_limit as limit
-    return m.source, ModuleArgs(d.big_values, m.sites, limit, metered)
+    return m.source, ModuleArgs(d.big_values, m.sites, limit, metered), bool(d.par)
 
 
 def cache_dir() -> str:
@@ -302,10 +309,13 @@ def tune_malloc() -> bool:
     return ok
 
 
-def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False):
+def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, parallel: bool | None = None):
     """The entry function (or `fname`) compiled with numba, taking leaf values
     positionally and returning a list of results. `metered`: its stores count
-    their bytes into the calling thread's `checks.metering_array`."""
+    their bytes into the calling thread's `checks.metering_array`. `parallel`:
+    True, False or None (automatic), as `numba_parallel.setting` resolves it
+    (note [numba-parallel]); the callable's `parallel` says whether any map
+    of it runs in parallel."""
     import numba
     from numba.core import errors as nberr
 
@@ -313,8 +323,9 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False):
     from ..passes.inline import inline_small
 
     prog = inline_small(prog)
-    src, consts = _emit(prog, metered=metered)
+    src, consts, par = _emit_par(prog, metered=metered, parallel=numba_parallel.setting(parallel))
     with _LOCK:
+        serialise = numba_parallel.ensure_threading_layer() if par else False
         unit = _load_module(prog, fname, src)
     path = unit.entry.path
     f = prog.func(fname or prog.entry)
@@ -335,7 +346,8 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False):
         hits0 = sum(old.stats.cache_hits.values())
         t0 = time.perf_counter()
         try:
-            new = unit.compile(dname, sig)
+            with numba_parallel.quiet(par):
+                new = unit.compile(dname, sig)
         except (nberr.TypingError, nberr.UnsupportedError, nberr.LoweringError, nberr.NumbaError) as err:
             raise _numba_error(err, path, src, prog) from None
         except ImportError as err:  # numba's np.dot/matmul needs SciPy's BLAS
@@ -367,13 +379,18 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False):
             sig = tuple(numba.typeof(a) for a in [*args, *consts.trailing()])
             with _LOCK:
                 first_compile(key, sig)
-        r = consts.call(disp, args)  # = disp(*args, *consts.trailing()), check failures raised as located errors
+        if serialise:  # numba's workqueue layer aborts on parallel regions from two threads at once
+            with numba_parallel.CALL_LOCK:
+                r = consts.call(disp, args)
+        else:
+            r = consts.call(disp, args)  # = disp(*args, *consts.trailing()), check failures raised as located errors
         if len(outs) == 1:
             return [outs[0](r)]
         return [o(v) for o, v in zip(outs, r)]
 
     entry.__wrapped__ = disp
     entry.source = src
+    entry.parallel = par
     entry.path = path
     entry.compile_seconds = None
     entry.cache_hit = None
@@ -381,12 +398,12 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False):
     return entry
 
 
-def run(prog: Prog, *args, fname: str | None = None, meter=None) -> list:
+def run(prog: Prog, *args, fname: str | None = None, meter=None, parallel: bool | None = None) -> list:
     """Compile `prog` (memoized per program) and run it on leaf values. With a
     `meter` (`interp.Meter`), a metered build of the program runs and the
-    meter gets its peak and final store bytes."""
+    meter gets its peak and final store bytes. `parallel`: see `compile_prog`."""
     if meter is None:
-        return compiled(prog, fname)(*args)
+        return compiled(prog, fname, parallel=parallel)(*args)
     from .checks import metering_array
 
     fn = compiled(prog, fname, metered=True)
@@ -397,9 +414,11 @@ def run(prog: Prog, *args, fname: str | None = None, meter=None) -> list:
     return out
 
 
-def compiled(prog: Prog, fname: str | None = None, metered: bool = False):
-    """`compile_prog(prog, fname)`, memoized per program (safe from many threads)."""
-    key = (prog, fname, metered)
+def compiled(prog: Prog, fname: str | None = None, metered: bool = False, parallel: bool | None = None):
+    """`compile_prog(prog, fname, metered, parallel)`, memoized per program and
+    effective parallel setting (safe from many threads)."""
+    parallel = numba_parallel.setting(parallel)
+    key = (prog, fname, metered, parallel)
     try:
         fn = _MEMO.get(key)
     except TypeError:
@@ -409,7 +428,7 @@ def compiled(prog: Prog, fname: str | None = None, metered: bool = False):
     with _LOCK:
         fn = _MEMO.get(key) if key is not None else None
         if fn is None:
-            fn = compile_prog(prog, fname, metered)
+            fn = compile_prog(prog, fname, metered, parallel)
             if key is not None:
                 if len(_MEMO) > 256:
                     _MEMO.clear()

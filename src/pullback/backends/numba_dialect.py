@@ -39,6 +39,7 @@ from ..ir.prims.indexing import region_shape
 from ..ir.types import StoreType, TensorType
 from . import checks
 from . import numba_fusion as fusion
+from . import numba_parallel
 from . import pysource as ps
 from .libcalls import LIBCALLS
 
@@ -101,7 +102,8 @@ class NumbaDialect:
         (note [numba-stores])."""
         return isinstance(elem, TensorType) and elem.size <= _BUFFER_MAX
 
-    def __init__(self, boundscheck: bool | None = None, stackcheck: bool = True, metered: bool = False):
+    def __init__(self, boundscheck: bool | None = None, stackcheck: bool = True, metered: bool = False,
+                 parallel: bool | None = False):
         # (mutually recursive programs skip numba's disk cache in numba_backend, note
         # [numba-cache-safety]) boundscheck: print index checks (None: unless PULLBACK_BOUNDSCHECK=0)
         # stackcheck: check the stack before recursive calls (False only to measure their cost)
@@ -114,6 +116,10 @@ class NumbaDialect:
         self.store_types: dict = {}           # element type -> index k of _ST{k}
         self.big: dict = {}                   # large Const -> its hidden parameter's name
         self.big_values: list = []            # their arrays, in parameter order
+        # parallel: the effective setting (numba_parallel.setting); metered builds stay sequential
+        # (their byte counter is one shared array)
+        self.parallel = False if metered else parallel
+        self.par = numba_parallel.Plan()      # the maps that run with prange (set by `prepare`)
 
     # -- hooks called by pysource -------------------------------------------------
     def prepare(self, prog) -> list[str]:
@@ -140,6 +146,7 @@ class NumbaDialect:
             # functions ("aborted due to unresolved symbol"): call them instead
             self.deco_inline = self.deco
         self.recursive = cycles if self.stackcheck else set()
+        self.par = numba_parallel.plan(prog, self.parallel, cycles)
         return (list(self.big.values()) + ([STACK_PARAM] if self.recursive else [])
                 + ([METER_PARAM] if self.metered else []))
 
@@ -152,13 +159,37 @@ class NumbaDialect:
         out = ["from numba import njit", "from numba import types as _nbt", "from numba.typed import List"]
         if self.recursive:
             out.append("from pullback.backends.numba_stack import _pb_sp")
+        if self.par:
+            out.append("from numba import prange")
         out.append("")
         for src in self.helpers.values():
             out += [src, ""]
         return out
 
     def decorator(self, f) -> list[str]:
+        if f.name in self.par.funcs:  # a fresh dict each time: numba's ParallelOptions pops from it
+            return [self.deco[:-1] + f", parallel={numba_parallel.PARALLEL_OPTIONS!r})"]
         return [self.deco]
+
+    def parallel_map(self, fe, st) -> bool:
+        """Does the map statement `st` run with prange (`numba_parallel.plan`)?"""
+        return id(st) in self.par.maps
+
+    def parallel_chunks(self, n: int) -> int:
+        """How many chunks (each with private partial accumulators) a parallel
+        map of width `n` with accumulators is cut into (`numba_parallel.chunks`)."""
+        return numba_parallel.chunks(n)
+
+    def map_helper(self, params: list[str], body: list[str]) -> str:
+        """Write the function `_pb_map{k}(*params)` running the lines `body`
+        (a chunk of a parallel map, `pysource.maps`) and `_pb_map{k}_try`,
+        which runs it and returns 1 if it raised, else 0; returns its name."""
+        name = f"_pb_map{sum(h.startswith('_pb_map') for h in self.helpers) // 2}"
+        sig = ", ".join(params)
+        self.helper(name, f"{self.deco}\ndef {name}({sig}):\n" + "\n".join(body) + "\n    return 0")
+        self.helper(name + "_try", (f"{self.deco}\ndef {name}_try({sig}):\n    try:\n        {name}({sig})\n"
+                                    f"    except Exception:  # noqa: BLE001\n        return 1\n    return 0"))
+        return name
 
     def const(self, fe, x: Const):
         t = x.type

@@ -12,14 +12,18 @@ function emitter `fe`:
         acc = acc_next
 
 When the dialect says the map runs in parallel (`dialect.parallel_map(fe, st)`,
-the numba backend's outermost large maps), iterations are split into one chunk
-per thread; a map with accumulators gives each chunk private partial sums,
-started at zero and added to the initial values after the loop, so no two
-threads write one element (the accumulators are additive, `ir.core.Map`).
+the numba backend's outermost large maps), the iterations are cut into
+`dialect.parallel_chunks(n)` chunks of consecutive iterations, run by a
+`prange` loop through a helper function (`_parallel`: errors raised in a
+chunk are raised after the loop). Accumulators get private partial sums per
+chunk, started at zero and added to the initial values after the loop in
+chunk order, so no two threads write one element (the accumulators are
+additive, `ir.core.Map`) and the result does not depend on scheduling or on
+the number of threads.
 """
 from __future__ import annotations
 
-from ...ir.core import Body, Map
+from ...ir.core import Body, Map, Var
 from ...ir.traverse import free_vars
 from .text import _NP_DTYPE, _shape_lit
 
@@ -48,16 +52,12 @@ def emit_map(fe, st, depth: int) -> None:
             fe.strong.add(p)
     iname = fe.bind(e.index)
     fe.index_bound[e.index] = n   # 0 <= i < n: reads x[i] need no bounds checks
-    if parallel and e.accs:
-        inner = _parallel_accs(fe, st, depth, names, inits, iname, n)
+    if parallel:
+        _parallel(fe, st, depth, outs, names, inits, iname, n)
     else:
         fe.assign(depth, names, inits)
-        rng = "prange" if parallel else "range"
-        fe.line(depth, f"for {iname} in {rng}({n}):")
-        inner = depth + 1
-    _iteration(fe, e, inner, outs, names, iname)
-    if parallel and e.accs:
-        _combine(fe, e, depth, names, inits)
+        fe.line(depth, f"for {iname} in range({n}):")
+        _iteration(fe, e, depth + 1, outs, names, iname)
     for v, name, x0 in zip(st.pat[k:], names, e.accs):
         fe.py[v] = name
         if fe.is_strong(x0):
@@ -102,28 +102,51 @@ def _iteration(fe, e: Map, depth: int, outs, names, iname) -> None:
         fe.line(depth, "pass")
 
 
-def _parallel_accs(fe, st, depth, names, inits, iname, n) -> int:
-    """Open the chunked parallel loop: private partial accumulators per chunk."""
+def _parallel(fe, st, depth, outs, final, inits, iname, n) -> None:
+    """A parallel map (see the module docstring): its iterations, cut into
+    chunks, become a helper function (`dialect.map_helper`) that a `prange`
+    loop calls once per chunk through a wrapper returning 1 if the chunk
+    raised (numba runs no prange loop with a `raise` in its body, and cannot
+    carry an exception out of its worker threads); a chunk that failed is run
+    again sequentially afterwards, raising its (located) error there."""
     e: Map = st.exp
-    nt, t = fe.fresh("n_chunks"), fe.fresh("chunk")
-    fe.line(depth, f"{nt} = min(_pb_num_threads(), {n})")
-    parts = []
+    dialect = fe.mod.dialect
+    nc = dialect.parallel_chunks(n)
+    # a chunk's partial sums get names of their own (local to the helper)
+    names = [fe.fresh(f"{p.name}_part") for p in e.acc_params]
     for p, name in zip(e.acc_params, names):
-        part = fe.fresh(f"{name}_parts")
-        parts.append(part)
+        fe.py[p] = name
+        fe.strong.add(p)   # a row of the freshly zeroed partials: updated in place
+    parts = [fe.fresh(f"{name}s") for name in names]
+    nt, t, lo, hi = fe.fresh("n_chunks"), fe.fresh("chunk"), fe.fresh("lo"), fe.fresh("hi")
+    # the helper's body, printed with this function's names, then moved out of it
+    n0 = len(fe.lines)
+    for name, part in zip(names, parts):
+        fe.line(1, f"{name} = {part}[{t}]")
+    fe.line(1, f"for {iname} in range({lo}, {hi}):")
+    _iteration(fe, e, 2, outs, names, iname)
+    for name, part in zip(names, parts):
+        fe.line(1, f"{part}[{t}] = {name}")
+    body = fe.lines[n0:]
+    del fe.lines[n0:], fe.line_locs[n0:]
+    fe.last_loc = None
+    free = (free_vars(e.lam.body) - set(e.lam.params)) | {a for a in e.arrays if isinstance(a, Var)}
+    params = [lo, hi, t] + outs + parts + sorted({fe.a(v) for v in free}) + list(fe.mod.extra_params)
+    fn = dialect.map_helper(params, body)
+    fe.line(depth, f"{nt} = {nc}")
+    for p, part in zip(e.acc_params, parts):
         fe.line(depth, f"{part} = np.zeros(({nt},) + {_shape_lit(p.type.shape)}, "
                        f"dtype={_NP_DTYPE[p.type.dtype]})")
+    failed = fe.fresh("failed")
+    fe.line(depth, f"{failed} = np.zeros({nt}, dtype=np.int64)")
+    args = ", ".join([f"{t} * {n} // {nt}", f"({t} + 1) * {n} // {nt}"] + params[2:])
     fe.line(depth, f"for {t} in prange({nt}):")
-    for p, name, part in zip(e.acc_params, names, parts):
-        fe.line(depth + 1, f"{name} = {part}[{t}]")
-    fe.line(depth + 1, f"for {iname} in range({t} * {n} // {nt}, ({t} + 1) * {n} // {nt}):")
-    fe._map_parts = getattr(fe, "_map_parts", []) + [(parts, t, depth + 1)]
-    return depth + 2
-
-
-def _combine(fe, e: Map, depth, names, inits) -> None:
-    parts, t, d = fe._map_parts.pop()
-    for name, part in zip(names, parts):
-        fe.line(d, f"{part}[{t}] = {name}")
-    for name, part, x0 in zip(names, parts, inits):
+    fe.line(depth + 1, f"{failed}[{t}] = {fn}_try({args})")
+    fe.line(depth, f"for {t} in range({nt}):  # a chunk that raised, again: its error is raised here")
+    fe.line(depth + 1, f"if {failed}[{t}]:")
+    for part in parts:
+        fe.line(depth + 2, f"{part}[{t}] = 0")
+    fe.line(depth + 2, f"{fn}({args})")
+    # the partial sums added to the initial values in chunk order (deterministic)
+    for name, part, x0 in zip(final, parts, inits):
         fe.line(depth, f"{name} = {x0} + {part}.sum(axis=0)")
