@@ -481,3 +481,84 @@ def test_the_count_catches_a_dense_adjoint():
         return d[np.array([1, 2])] * v
 
     assert _counts(f, (np.ones(5000), np.ones(2)))[1] > 10 * _counts(f, (np.ones(50), np.ones(2)))[1]
+
+
+# -- nesting, closures, second order ------------------------------------------------------------------
+
+def op_reads_a_traced_value(x, w):
+    return pb.reduce(lambda a, b: a + w * b * b, 0.0, x)
+
+
+def reducers_in_a_loop(X):
+    s = 0.0
+    for i in range(X.shape[0]):
+        s = s + pb.reduce(pb.max, -INF, X[i]) * pb.reduce(pb.mul, 1.0, X[i])
+    return s
+
+
+def op_with_an_if(x):
+    def op(a, b):
+        if a > b:
+            return a - 0.1 * b
+        return b
+    return pb.reduce(op, -10.0, x)
+
+
+def op_with_a_loop(x):
+    def op(a, b):
+        for _ in range(3):
+            a = a + 0.1 * b
+        return a
+    return pb.reduce(op, 0.0, x)
+
+
+def reduce_in_scan(X):
+    return pb.associative_scan(pb.add, 0.0, pb.map(lambda r: pb.reduce(pb.max, -INF, r), X))
+
+
+def reduce_in_vmap(X):
+    return pb.vmap(lambda r: pb.reduce(pb.mul, 1.0, r))(X)
+
+
+def _fold_if(x):
+    acc = -10.0
+    for b in x:
+        acc = acc - 0.1 * b if acc > b else b
+    return acc
+
+
+NESTED = {
+    "op_reads_a_traced_value": (op_reads_a_traced_value, (X8, 0.7), lambda x, w: fold(lambda a, b: a + w * b * b, 0.0, x)),
+    "reducers_in_a_loop": (reducers_in_a_loop, (M83,), lambda X: sum(max(r) * np.prod(r) for r in X)),
+    "op_with_an_if": (op_with_an_if, (X8,), _fold_if),
+    "op_with_a_loop": (op_with_a_loop, (X8,), lambda x: fold(lambda a, b: a + 0.3 * b, 0.0, x)),
+    "reduce_in_scan": (reduce_in_scan, (M83,), lambda X: np.cumsum(X.max(axis=1))),
+    "reduce_in_vmap": (reduce_in_vmap, (M83,), lambda X: np.prod(X, axis=1)),
+}
+
+
+@pytest.mark.parametrize("backend", ["interp", "pysource"])
+@pytest.mark.parametrize("name", sorted(NESTED))
+def test_nesting_to_second_order(name, backend):
+    f, args, ref = NESTED[name]
+    np.testing.assert_allclose(pb.jit(f, backend=backend)(*args), ref(*args), rtol=1e-12, atol=1e-12)
+    check_grads(f, args, order=2, backend=backend, rng=np.random.default_rng(2), err_msg=name)
+
+
+def test_vmap_of_grad_and_grad_of_vmap():
+    X = M83.T.copy()
+    want = np.zeros_like(X)
+    want[np.arange(3), np.argmax(X, axis=1)] = 1.0
+    g = pb.vmap(pb.grad(lambda r: pb.reduce(pb.max, -INF, r)))
+    np.testing.assert_array_equal(g(X), want)
+    h = pb.grad(lambda X: np.sum(pb.vmap(lambda r: pb.reduce(pb.max, -INF, r))(X)))
+    np.testing.assert_array_equal(h(X), want)
+
+
+def test_integer_arrays():
+    k = np.array([3, 9, -2, 9])
+    assert pb.jit(lambda k: pb.reduce(pb.max, -100, k), backend="interp")(k) == 9
+    np.testing.assert_array_equal(pb.jit(lambda k: pb.associative_scan(pb.add, 0, k), backend="pysource")(k),
+                                  np.cumsum(k))
+    np.testing.assert_array_equal(pb.jit(lambda k: pb.hist(pb.add, 0, 3, np.array([0, 2, 2, 5]), k),
+                                         backend="interp")(k), [3, 0, 7])
