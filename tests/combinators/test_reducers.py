@@ -562,3 +562,81 @@ def test_integer_arrays():
                                   np.cumsum(k))
     np.testing.assert_array_equal(pb.jit(lambda k: pb.hist(pb.add, 0, 3, np.array([0, 2, 2, 5]), k),
                                          backend="interp")(k), [3, 0, 7])
+
+
+# -- random programs (Hypothesis): the combinators against their unrolled loops -----------------------
+
+from hypothesis import HealthCheck, given, settings, strategies as hst  # noqa: E402
+
+OPS = {"add": (pb.add, 0.0), "mul": (operator.mul, 1.0), "max": (max, -INF), "min": (np.minimum, INF),
+       "lin": (lin, 0.0)}
+
+
+def _unrolled(kind, op, ne, idx, nb):
+    """The combinator as a Python loop over static indices (pullback stages it unrolled)."""
+    def reduce_(x):
+        return fold(op, ne, [x[j] for j in range(x.shape[0])]) + 0.0 * np.sum(x)
+
+    def scan_(x):
+        out, acc = [], ne
+        for j in range(x.shape[0]):
+            acc = op(acc, x[j])
+            out.append(acc)
+        return np.sum(np.tanh(np.array(out))) if out else 0.0 * np.sum(x)
+
+    def hist_(x):
+        bins = [ne + 0.0 * x[0] for _ in range(nb)] if x.shape[0] else []
+        for j in range(x.shape[0]):
+            if 0 <= idx[j] < nb:
+                bins[idx[j]] = op(bins[idx[j]], x[j])
+        return sum(np.tanh(b) for b in bins) + 0.0 * np.sum(x)
+
+    return {"reduce": reduce_, "scan": scan_, "hist": hist_}[kind]
+
+
+def _staged(kind, op, ne, idx, nb):
+    return {"reduce": lambda x: pb.reduce(op, ne, x) + 0.0 * np.sum(x),
+            "scan": lambda x: np.sum(np.tanh(pb.associative_scan(op, ne, x))),
+            "hist": lambda x: np.sum(np.tanh(pb.hist(op, ne, nb, idx, x))) + 0.0 * np.sum(x)}[kind]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hst.integers(0, 2**32 - 1), hst.integers(1, 6), hst.sampled_from(sorted(OPS)),
+       hst.sampled_from(["reduce", "scan", "hist"]), hst.sampled_from(["interp", "pysource"]))
+def test_random_against_unrolled(seed, n, opname, kind, backend):
+    rng = np.random.default_rng(seed)
+    op, ne = OPS[opname]
+    x = rng.uniform(-1.5, 1.5, n)
+    if opname == "mul" and rng.random() < 0.3:
+        x[rng.integers(n)] = 0.0       # zeros in products
+    nb = int(rng.integers(1, 5))
+    idx = rng.integers(-2, nb + 2, n)
+    f, ref = _staged(kind, op, ne, idx, nb), _unrolled(kind, op, ne, idx, nb)
+    want = pb.jit(ref, backend="interp")(x)
+    assert np.isfinite(want)    # tanh of a bin left at +-inf is finite, and its derivative 0
+    np.testing.assert_allclose(pb.jit(f, backend=backend)(x), want, rtol=1e-10)
+    np.testing.assert_allclose(pb.grad(f, backend=backend)(x), pb.grad(ref, backend="interp")(x),
+                               rtol=1e-9, atol=1e-12)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hst.integers(0, 2**32 - 1), hst.integers(1, 8), hst.integers(0, 6))
+def test_random_scatter(seed, n, m):
+    rng = np.random.default_rng(seed)
+    idx = (rng.permutation(n + 6)[:m] - 3).astype(np.int64)    # unique; some out of range, some negative
+    d, v = rng.normal(size=n), rng.normal(size=m)
+
+    def f(d, v):
+        return np.sum(np.sin(pb.scatter(d, idx, v * v)))
+
+    def ref(d, v):
+        out = [d[i] for i in range(n)]
+        for j in range(m):
+            if 0 <= idx[j] < n:
+                out[idx[j]] = v[j] * v[j]
+        return sum(np.sin(o) for o in out)
+
+    np.testing.assert_allclose(pb.jit(f, backend="interp")(d, v), pb.jit(ref, backend="interp")(d, v))
+    for a, b in zip(pb.grad(f, argnums=(0, 1), backend="pysource")(d, v),
+                    pb.grad(ref, argnums=(0, 1), backend="interp")(d, v)):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-14)
