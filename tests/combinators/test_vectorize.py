@@ -296,6 +296,8 @@ def test_opt_out_variable(monkeypatch):
     assert vec.vectorize(prog) is prog
     monkeypatch.setenv("PULLBACK_VECTORIZE", "1")
     assert vec.vectorize(prog) is not prog
+    plain = pb.jit(lambda x, w: np.sum(np.sin(x) * w)).staged(*args).prog   # nothing to do: the same program
+    assert vec.vectorize(plain) is plain
 
 
 def test_pysource_runs_vectorised_code_and_derivative_source_shows_maps():

@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from ..ir.core import Apply, Body, Let, Map, Prog, Var
+from ..ir.core import Apply, Body, Let, Map, Prim, Prog, Var
 from ..ir.names import NameSupply
 from ..ir.traverse import all_names, call_graph, dce, free_vars, map_exp, rename_body, substitute_exp
 from ..ir.types import TensorType
@@ -104,7 +104,7 @@ def _body(body: Body, ctx: _Ctx) -> Body:
                 subst.update(zip(st.pat, results))
                 changed = True
                 continue
-        else:
+        elif not isinstance(e, (Prim, Apply)):
             flag = [False]
 
             def scope(binders, b):
@@ -112,10 +112,13 @@ def _body(body: Body, ctx: _Ctx) -> Body:
                 flag[0] |= nb is not b
                 return binders, nb
 
-            e = map_exp(e, lambda a: a, scope)
-            changed |= flag[0]
-        changed |= e is not st.exp
-        stmts.append(Let(st.pat, e, st.loc) if e is not st.exp else st)
+            e2 = map_exp(e, lambda a: a, scope)
+            if flag[0]:
+                e = e2
+        if e is not st.exp:
+            changed = True
+            st = Let(st.pat, e, st.loc)
+        stmts.append(st)
     if not changed:
         return body
     return Body(tuple(stmts), tuple(subst.get(a, a) if isinstance(a, Var) else a for a in body.result))
