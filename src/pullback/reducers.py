@@ -32,7 +32,7 @@ import numpy as np
 
 from .errors import PullbackError, ShapeError
 
-__all__ = ["reduce", "associative_scan", "hist", "scatter", "add", "mul", "min", "max"]
+__all__ = ["add", "associative_scan", "hist", "max", "min", "mul", "reduce", "scatter"]
 
 
 # -- named operators ----------------------------------------------------------------------
@@ -47,12 +47,12 @@ def mul(a, b):
     return np.multiply(a, b)
 
 
-def min(a, b):  # noqa: A001 - the operator's name
+def min(a, b):
     """The elementwise minimum (`np.minimum`: NaN propagates)."""
     return np.minimum(a, b)
 
 
-def max(a, b):  # noqa: A001 - the operator's name
+def max(a, b):
     """The elementwise maximum (`np.maximum`: NaN propagates)."""
     return np.maximum(a, b)
 
@@ -197,16 +197,19 @@ for _f in (reduce, associative_scan, hist):
 
 
 def _register():
-    from .frontend import reducers as fr
     from .frontend import ops
+    from .frontend import reducers as fr
     from .frontend.numpy_api import FUNCS
 
     FUNCS[reduce] = lambda st, op, ne, *xs: fr.stage_reduce(st, op, ne, xs)
     FUNCS[associative_scan] = lambda st, op, ne, *xs: fr.stage_scan(st, op, ne, xs)
     FUNCS[hist] = lambda st, op, ne, num_bins, indices, values: fr.stage_hist(st, op, ne, num_bins, indices, values)
     FUNCS[scatter] = lambda st, dest, indices, values: fr.stage_scatter(st, dest, indices, values)
+    def binary(prim):
+        return lambda st, a, b: ops.binary(st, prim, a, b)
+
     for f, prim in ((add, "add"), (mul, "mul"), (min, "minimum"), (max, "maximum")):
-        FUNCS[f] = (lambda p: lambda st, a, b: ops.binary(st, p, a, b))(prim)
+        FUNCS[f] = binary(prim)
 
 
 _register()
