@@ -187,8 +187,8 @@ def _contract(st: Let, defs, uses, supply):
         return None
     x, y = prod
     R = t.type.ndim
-    if not all(isinstance(a.type, TensorType) for a in (x, y)):
-        return None
+    if not all(isinstance(a.type, TensorType) and a.type.is_float for a in (x, y)):
+        return None     # BLAS products are of floats
     xb, mx = _trace(x, defs)
     yb, my = _trace(y, defs)
     mx = [None] * (R - len(mx)) + mx
