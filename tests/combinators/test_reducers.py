@@ -408,6 +408,21 @@ def test_duplicate_scatter_indices_are_located_errors():
             "index 0 occurs more than once")
 
 
+def _numba_scatter(d, v, i):
+    return pb.scatter(d, i, v)  # numba
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="numba: the duplicate check raises a plain IndexError, which the API "
+                                       "reports as an internal error; backends.checks needs a site kind for it "
+                                       "(note [reducers])")
+def test_duplicate_scatter_indices_on_numba():
+    f = pb.jit(_numba_scatter, backend="numba")
+    np.testing.assert_array_equal(f(np.zeros(4), np.ones(2), np.array([3, -3])), [0, 0, 0, 1])
+    _expect(IndexError, lambda: f(np.zeros(4), np.ones(2), np.array([1, 1])), _numba_scatter, "# numba",
+            "occurs more than once")
+
+
 def test_bad_arguments_are_located_errors():
     def wrong_type(x):
         return pb.reduce(lambda a, b: a > b, 0.0, x)  # type
