@@ -3,8 +3,10 @@ check): an njit helper that sorts the in-range indices and compares neighbours,
 O(m log m). See `libcalls` for the contract.
 
 A duplicate raises ``IndexError`` with a constant message (numba cannot format
-one); `backends.checks.translate` has no site kind for it, so on numba the
-error is not located at the user's line (interp and pysource locate it).
+one). `backends.checks.translate` has no site kind for it, so on numba the
+error is not located at the user's line and the API reports it as an
+internal error carrying that message (interp and pysource locate it; a strict
+xfail in tests/combinators/test_reducers.py tracks this).
 """
 from __future__ import annotations
 
