@@ -91,12 +91,14 @@ def rev(ctx, b, st, adj) -> None:
     fa_out = [b.fresh(names.adjoint(v.name), v.type) for v in fvs]
     b.let(tuple(arr_adj) + tuple(fa_out),
           Map(e.width, tuple(e.arrays) + tuple(ct_arrays), tuple(fa_init), lam), b.loc)
+    # the accumulators started at the free variables' adjoints: replace those first,
+    # then add the mapped arrays' adjoints (an array may be mapped and read whole)
+    for v, out in zip(fvs, fa_out):
+        adj.m[v] = out
     it = iter(arr_adj)
     for a, nd in zip(e.arrays, need):
         if nd:
             adj.add(a, next(it))
-    for v, out in zip(fvs, fa_out):
-        adj.m[v] = out
     for m, a in enumerate(e.accs):
         if acc_need[m] and cts[k + m] is not None:
             adj.add(a, cts[k + m])
