@@ -44,10 +44,9 @@ class Capsule:
 def _machine(f, args):
     from .frontend import stage
     from .passes.cps import cps_machine
-    from .passes.lower_maps import lower_maps
 
     st = stage(f, tuple(args))
-    return cps_machine(lower_maps(st.prog)), st.out_tree
+    return cps_machine(st.prog), st.out_tree
 
 
 def _run(func, backend, *vals):

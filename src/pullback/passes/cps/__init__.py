@@ -40,7 +40,11 @@ __all__ = ["HALT", "PC", "RUNNING", "Machine", "cps_machine", "cps_prog", "cps_s
 
 
 def cps_machine(prog: Prog) -> Machine:
-    """The step machine of `prog`, in parts (see `machine.Machine`)."""
+    """The step machine of `prog`, in parts (see `machine.Machine`). Maps run as
+    sequential loops in it (`passes.lower_maps`): each iteration is a step."""
+    from ..lower_maps import lower_maps
+
+    prog = lower_maps(prog)
     return emit_machine(prog, build_cfg(prog))
 
 

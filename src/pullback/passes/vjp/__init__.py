@@ -86,10 +86,8 @@ def _as_machine(prog: Prog, entry: str, fresh) -> Prog:
         # custom rules, or derivative code (stores: a derivative differentiated again,
         # e.g. a checkpointed loop's segment functions) stay as they are: split mode
         return prog
-    from ..lower_maps import lower_maps
-
     step = DerivedNames(prog, names.step_func, fresh).name(entry)
-    lowered = cps_step_prog(lower_maps(Prog(tuple(reach), entry)), step)
+    lowered = cps_step_prog(Prog(tuple(reach), entry), step)
     return prog.with_funcs([lowered.main if f.name == entry else f for f in prog.funcs] + [lowered.func(step)])
 
 
