@@ -21,9 +21,16 @@ def map(f, *xs):  # noqa: A001 - the combinator's name, as in Futhark and JAX's 
     `f` may return a tuple or any pytree, and may read free variables,
     including whole arrays. Inside staged code the iterations are independent
     and run in parallel on the numba backend (`parallel=`)."""
+    from .api import _boundary_error
     from .frontend.combinators import eager_map
 
-    return eager_map(f, *xs)
+    if not callable(f):
+        raise _boundary_error(PullbackError(f"pb.map: the function argument is {type(f).__name__}, not a function",
+                                            hint="write pb.map(f, xs) with f taking one element of each array"))
+    try:
+        return eager_map(f, *xs)
+    except PullbackError as e:   # pullback's own errors name the caller's line; f's errors are f's
+        raise _boundary_error(e) from None
 
 
 map.__pullback_stages_functions__ = True  # staged whenever `f` reads traced values (frontend.calls)
@@ -73,12 +80,19 @@ def vmap(fun, in_axes=0, out_axes=0, backend=None, parallel=None):
     `xs` along axis `in_axes` (an int, None for an argument passed whole, or a
     tuple with one entry per argument), stacked along `out_axes`. It lowers to
     `pb.map`, so it composes with `grad`, `jvp`, `jit` and itself. `parallel`:
-    as every transformation's (`pullback.api`)."""
+    as every transformation's (`pullback.api`). Errors name the caller's line."""
+    from .api import _api
+
+    return _api(_vmap)(fun, in_axes, out_axes, backend, parallel)
+
+
+def _vmap(fun, in_axes, out_axes, backend, parallel):
     from . import api
 
     api._prepare(fun, "vmap", backend, parallel=parallel)
     if not isinstance(out_axes, int):
-        raise PullbackError(f"pb.vmap: out_axes must be an int, got {out_axes!r}")
+        raise PullbackError(f"pb.vmap: out_axes must be an int, got {out_axes!r}",
+                            hint="give the axis of the outputs the mapped axis becomes (default 0)")
     key = ("vmap", in_axes if not isinstance(in_axes, list) else tuple(in_axes), out_axes, backend, parallel)
     return api._cached(fun, key, lambda: api._Transformed(
         lambda ctx, f, a: _stage_vmap(ctx, f, a, in_axes, out_axes), fun, backend, api._name(fun, "vmap"),

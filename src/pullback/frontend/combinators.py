@@ -91,7 +91,8 @@ def eager_map(fun, *xs):
     ns = {np.shape(leaf)[0] for leaves, _ in leaves_xs for leaf in leaves}
     if len(ns) != 1:
         raise ShapeError("pb.map: the mapped arrays need one common leading dimension"
-                         + (f", got {sorted(ns)}" if ns else ""))
+                         + (f", got {sorted(ns)}" if ns else ""),
+                         hint="every mapped array needs the same length along the mapped axis")
     (n,) = ns
     outs = []
     for i in range(n):
