@@ -12,6 +12,9 @@ forward sweep (Futhark's redundant execution) and runs its return sweep:
   the reverse map, started at their current adjoints: an iteration that reads
   one element of a large free array adds to one element (`index_update` with
   mode "add"), so it costs O(1), never a dense per-iteration copy;
+- calls of small non-recursive helpers that take a free array are inlined
+  into the return sweep's lambda first (`_inline_helpers`), so a helper that
+  reads one element of it adds to one element too, not a dense adjoint per call;
 - an accumulator of the primal map (derivative code being differentiated
   again) is additive, so its final value's cotangent is its initial value's
   cotangent and the cotangent of every iteration's contribution.
@@ -56,7 +59,7 @@ def rev(ctx, b, st, adj) -> None:
     for p, a in zip(list(e.elems) + list(e.acc_params), list(e.arrays) + list(e.accs)):
         if isinstance(a, Var) and a in ctx.varied and differentiable(p.type):
             ctx.varied.add(mapping[p])
-    body = recomputed(rename_body(e.lam.body, ctx.supply, mapping))
+    body = recomputed(rename_body(_inline_helpers(ctx, e.lam.body, bound), ctx.supply, mapping))
     mark_body(body, ctx.varied)
     # mapped cotangents of the stacked results
     ct_arrays, ct_elems = [], []
@@ -103,3 +106,34 @@ def rev(ctx, b, st, adj) -> None:
         if acc_need[m] and cts[k + m] is not None:
             adj.add(a, cts[k + m])
 
+
+
+MAX_INLINE = 400   # statements of the helpers inlined into one reverse lambda
+
+
+def _inline_helpers(ctx, body, bound):
+    """`body` with its calls of small non-recursive functions without rules that take
+    an array free in the map (the callee's vjp would return a dense adjoint of it)
+    replaced by copies of the callees' bodies, recursively (`passes.inline`)."""
+    from ...ir.core import Apply
+    from ...ir.traverse import call_graph, iter_lets
+    from ..inline import _body, _recursive
+
+    free = {v for v in free_vars(body) - bound if v.type.shape}
+    calls = [st.exp for st in iter_lets(body) if isinstance(st.exp, Apply)]
+    if not free or not any(a in free for c in calls for a in c.args):
+        return body
+    graph = call_graph(ctx.prog)
+    small, todo, size = {}, [c.func for c in calls], 0
+    while todo:
+        name = todo.pop()
+        if name in small:
+            continue
+        f = ctx.prog.func(name)
+        n = sum(1 for _ in iter_lets(f.body))
+        if f.rules or f.donated or _recursive(name, graph) or size + n > MAX_INLINE:
+            continue
+        small[name] = f
+        size += n
+        todo.extend(graph.get(name, ()))
+    return _body(body, small, ctx.supply) if small else body
