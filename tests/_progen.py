@@ -309,3 +309,95 @@ def random_program(seed, **kw) -> GenProgram:
 if __name__ == "__main__":  # print a few samples
     for s in range(int(sys.argv[1]) if len(sys.argv) > 1 else 3):
         print(random_program(s).source)
+
+
+# -- programs with pb.map / pb.vmap (issue 12) -------------------------------------------------------
+
+class MapProgGen(ProgGen):
+    """`ProgGen` whose statements may also be maps (at any depth, so maps land in
+    loops and branches). A map is a local def over the elements of one or two
+    vectors (and optionally the index, mapped from ``np.arange(N)``), spelt
+    ``pb.map(m, ...)`` or ``pb.vmap(m, in_axes=...)(...)``; its body reads the
+    enclosing names as free variables (scalars, whole vectors, one element
+    ``v[i]`` at the index), may hoist temporaries, and may contain an
+    ``if``/``else`` or a ``for`` loop; it returns one scalar (a new vector) or
+    two (a tuple of vectors). Inside loops a map rebinds a vector to a
+    contraction, as `ProgGen`'s rebinds do. `read_mapped=False` keeps the body
+    from reading a mapped vector whole (a vector both mapped and free)."""
+
+    def __init__(self, source, max_stmts=5, max_depth=2, read_mapped=True):
+        super().__init__(source, max_stmts=max_stmts, max_depth=max_depth)
+        self.read_mapped = read_mapped
+
+    def stmt(self, scope, depth, out, indent, new_vars):
+        if self.names(scope, "v") and self.coin(1, 4):
+            return self.map_stmt(scope, depth, out, indent, new_vars)
+        return super().stmt(scope, depth, out, indent, new_vars)
+
+    def map_stmt(self, scope, depth, out, indent, new_vars):
+        vecs = self.names(scope, "v")
+        mapped = [self.src.choice(vecs)]
+        if len(vecs) > 1 and self.coin(1, 3):
+            mapped.append(self.src.choice([v for v in vecs if v != mapped[0]]))
+        with_index = self.coin(1, 3)
+        m = self.fresh("m")
+        elems = [self.fresh("e") for _ in mapped]
+        idx = self.fresh("k") if with_index else None
+        params = elems + ([idx] if idx else [])
+        free = {n: k for n, k in scope.vars.items() if self.read_mapped or n not in mapped}
+        inner = _Scope(dict(free), set(), ([idx] if idx else []))
+        for e in elems:
+            inner.vars[e] = "s"
+        body: list[str] = []
+        ind = indent + "    "
+        two = new_vars and self.coin(1, 3)
+        rebind = None if new_vars else self.src.choice(vecs)
+        results = [self.map_result(inner, depth, body, ind, elems) for _ in range(2 if two else 1)]
+        if rebind is not None:   # a contraction of the element, like ProgGen's rebinds in loops
+            results = [f"0.5 * {elems[0]} + 0.5 * np.tanh({results[0]})"]
+        out.append(f"{indent}def {m}({', '.join(params)}):")
+        out.extend(body)
+        out.append(f"{ind}return " + ", ".join(results))
+        args = list(mapped) + (["np.arange(%d)" % N] if idx else [])
+        if self.coin(1, 3):
+            call = f"pb.vmap({m})({', '.join(args)})"
+        else:
+            call = f"pb.map({m}, {', '.join(args)})"
+        if rebind is not None:
+            out.append(f"{indent}{rebind} = {call}")
+            return
+        targets = [self.fresh("t") for _ in results]
+        out.append(f"{indent}{', '.join(targets)} = {call}")
+        for t in targets:
+            scope.vars[t] = "v"
+
+    def map_result(self, inner, depth, body, ind, elems):
+        """Statements of the lambda into `body`; returns the name or expression of one scalar result."""
+        form = self.src.choice(["expr", "expr", "if", "for"])
+        if form == "expr":
+            return self.expr(inner, "s", self.src.integers(1, 3), body, ind)
+        r = self.fresh("r")
+        if form == "if":
+            body.append(f"{ind}if {self.cond(inner, body, ind)}:")
+            for arm in ("then", "else"):   # temporaries hoisted in one arm are not seen by the other
+                if arm == "else":
+                    body.append(f"{ind}else:")
+                branch = _Scope(dict(inner.vars), set(), list(inner.loop_index))
+                body.append(f"{ind}    {r} = {self.expr(branch, 's', 2, body, ind + '    ')}")
+            return r
+        j = self.fresh("j")
+        body.append(f"{ind}{r} = {self.src.choice(elems)}")
+        body.append(f"{ind}for {j} in range({self.src.integers(1, N)}):")
+        loop = _Scope(dict(inner.vars), set(), inner.loop_index + [j])
+        loop.vars[r] = "s"
+        body.append(f"{ind}    {r} = 0.5 * {r} + np.tanh({self.expr(loop, 's', 2, body, ind + '    ')})")
+        return r
+
+    def program(self) -> GenProgram:
+        gp = super().program()
+        gp.source = gp.source.replace("import numpy as np\n", "import numpy as np\nimport pullback as pb\n", 1)
+        return gp
+
+
+def random_map_program(seed, **kw) -> GenProgram:
+    return MapProgGen(RandomSource(seed), **kw).program()

@@ -183,3 +183,105 @@ def test_random_programs_many(gp, seed):
 @given(programs(max_stmts=4), st.integers(0, 2**31 - 1))
 def test_random_programs_second_order(gp, seed):
     check_program(gp, seed, order2=True)
+
+
+# -- programs with pb.map / pb.vmap (issue 12; tests/_progen.py MapProgGen) ------------------------------
+
+from _progen import MapProgGen, random_map_program  # noqa: E402
+
+
+@st.composite
+def map_programs(draw, max_stmts=5, max_depth=2, read_mapped=True):
+    return MapProgGen(HypothesisSource(draw), max_stmts=max_stmts, max_depth=max_depth,
+                      read_mapped=read_mapped).program()
+
+
+def _has_map(gp):
+    body = gp.source.split("def f(", 1)[1]
+    return "pb.map(" in body or "pb.vmap(" in body
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_generated_map_programs_are_valid_python(seed):
+    gp = random_map_program(seed)
+    assert gp.source == random_map_program(seed).source  # deterministic
+    args = gp.make_args(np.random.default_rng(seed))
+    before = _copy(args)
+    _, r = _plain(gp, args)   # pb.map and pb.vmap run eagerly in plain Python
+    assert np.ndim(r) == 0
+    for a, b in zip(args, before):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_map_generator_produces_every_construct():
+    srcs = "\n".join(random_map_program(s).source for s in range(200))
+    for needle in ("pb.map(", "pb.vmap(", "np.arange(", "    def m", "        if ", "        for ",
+                   "return 0.5 * e", ", t"):
+        assert needle in srcs, needle
+    # maps inside loops and branches (a def indented twice or more)
+    assert any(line.startswith("        def m") for line in srcs.splitlines())
+
+
+def _map_seeds(n, read_mapped):
+    """The first n seeds whose program has a map."""
+    seeds, s = [], 0
+    while len(seeds) < n:
+        if _has_map(random_map_program(s, read_mapped=read_mapped)):
+            seeds.append(s)
+        s += 1
+    return seeds
+
+
+@pytest.mark.parametrize("seed", _map_seeds(8, read_mapped=False))
+def test_fixed_random_map_programs(seed):
+    """Mapped vectors are not read whole by the lambda (the grammar without that overlap)."""
+    check_program(random_map_program(seed, read_mapped=False), seed)
+
+
+@pytest.mark.parametrize("seed", _map_seeds(6, read_mapped=True))
+def test_fixed_random_map_programs_reading_mapped_vectors(seed):
+    """The whole grammar: a lambda may read a vector it also maps over (x[i] and x)."""
+    check_program(random_map_program(seed), seed)
+
+
+@pytest.mark.parametrize("seed", _map_seeds(3, read_mapped=False))
+def test_fixed_random_map_programs_second_order(seed):
+    check_program(random_map_program(seed, max_stmts=4, read_mapped=False), seed, order2=True)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(map_programs(), st.integers(0, 2**31 - 1))
+def test_random_map_programs(gp, seed):
+    check_program(gp, seed)
+
+
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(map_programs(max_stmts=8, max_depth=3), st.integers(0, 2**31 - 1))
+def test_random_map_programs_many(gp, seed):
+    check_program(gp, seed)
+
+
+@pytest.mark.slow
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(map_programs(max_stmts=4), st.integers(0, 2**31 - 1))
+def test_random_map_programs_second_order(gp, seed):
+    check_program(gp, seed, order2=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", _map_seeds(4, read_mapped=False))
+def test_random_map_programs_numba(seed):
+    """The compiled backend against the interpreter: value and gradient."""
+    import pullback as pb
+
+    gp = random_map_program(seed, read_mapped=False)
+    f = gp.load(_TMP)
+    args = gp.make_args(np.random.default_rng(seed))
+    argnums = tuple(range(len(args)))
+    want = pb.jit(f, backend="interp")(*_copy(args))
+    _close(pb.jit(f, backend="numba")(*_copy(args)), want, 1e-9, 1e-12, "numba vs interp", gp, args)
+    g_ref = pb.grad(f, argnums=argnums, backend="interp")(*_copy(args))
+    g = pb.grad(f, argnums=argnums, backend="numba")(*_copy(args))
+    for k in argnums:
+        _close(g[k], g_ref[k], 1e-9, 1e-9, f"numba vs interp d/dx{k}", gp, args)
