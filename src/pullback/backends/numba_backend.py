@@ -22,7 +22,13 @@ Contract:
   The callable carries `compile_seconds` and `cache_hit` for its last new
   signature; `last_compile_seconds()` gives the latest of these in this process.
 - Thread safety: loading, compiling and the memo take one re-entrant lock; a
-  warm call takes no lock.
+  warm call takes no lock, except a call of a module with parallel maps on
+  numba's `workqueue` threading layer, which takes `numba_parallel.CALL_LOCK`
+  (that layer aborts on parallel regions from two threads at once).
+- `parallel` (`compile_prog`, `compiled`, `run`, `emit_prog`): True, False or
+  None (automatic), as `numba_parallel.setting` resolves it with
+  ``PULLBACK_PARALLEL``; the memo is keyed on the effective setting, and the
+  module hash covers the source, which differs where a map is parallel.
 - A construct numba cannot type raises `PullbackError` naming the IR function,
   the primitive and the generated source line; there is no silent fallback.
 - `run(prog, *args, fname=None, meter=None) -> list` compiles (memoized per

@@ -20,6 +20,13 @@ of bounds reads garbage or crashes). Integer ``//`` and ``%`` check their
 divisor (numba's ``error_model="numpy"`` gives 0, and float division by zero
 stays inf/nan).
 
+Parallel maps (note [numba-parallel]): `NumbaDialect(parallel=...)` takes the
+effective setting (`numba_parallel.setting`); `prepare` plans which maps run
+in parallel (`numba_parallel.plan`), `parallel_map` answers `pysource.maps`,
+and `map_helper` writes a parallel map's chunk function, its exception
+catching wrapper and its prange driver (compiled with numba's parallel
+option, the only functions that are). Metered modules stay sequential.
+
 Recursion depth (note [numba-recursion-depth]): in a program with a
 call-graph cycle (`cycle_edges`: self or mutual recursion), every function
 takes the hidden trailing parameter ``_pb_lo`` (last, after the large
@@ -167,8 +174,6 @@ class NumbaDialect:
         return out
 
     def decorator(self, f) -> list[str]:
-        if f.name in self.par.funcs:  # a fresh dict each time: numba's ParallelOptions pops from it
-            return [self.deco[:-1] + f", parallel={numba_parallel.PARALLEL_OPTIONS!r})"]
         return [self.deco]
 
     def parallel_map(self, fe, st) -> bool:
@@ -180,15 +185,29 @@ class NumbaDialect:
         map of width `n` with accumulators is cut into (`numba_parallel.chunks`)."""
         return numba_parallel.chunks(n)
 
-    def map_helper(self, params: list[str], body: list[str]) -> str:
-        """Write the function `_pb_map{k}(*params)` running the lines `body`
-        (a chunk of a parallel map, `pysource.maps`) and `_pb_map{k}_try`,
-        which runs it and returns 1 if it raised, else 0; returns its name."""
-        name = f"_pb_map{sum(h.startswith('_pb_map') for h in self.helpers) // 2}"
+    def map_helper(self, params: list[str], body: list[str], n: int, nc: int, failed: str, u: str) -> str:
+        """Write the helpers of a parallel map of width `n` in `nc` chunks
+        (`pysource.maps`), `params` being (lo, hi, chunk, the rest...), all
+        names of the caller's, as are `failed` and `u`: `_pb_map{k}(*params)`
+        runs the lines `body` (one chunk of iterations);
+        `_pb_map{k}_try(*params)` runs it and returns 1 if it raised, else 0;
+        `_pb_map{k}_par(failed, *rest)` runs every chunk with prange, chunk c's
+        result into failed[c], and is the only function compiled with numba's
+        `parallel` option. Returns the name `_pb_map{k}`."""
+        name = f"_pb_map{sum(h.startswith('_pb_map') for h in self.helpers) // 3}"
         sig = ", ".join(params)
+        rest = ", ".join(params[3:])
+        t = params[2]
         self.helper(name, f"{self.deco}\ndef {name}({sig}):\n" + "\n".join(body) + "\n    return 0")
         self.helper(name + "_try", (f"{self.deco}\ndef {name}_try({sig}):\n    try:\n        {name}({sig})\n"
                                     f"    except Exception:  # noqa: BLE001\n        return 1\n    return 0"))
+        deco = self.deco[:-1] + f", parallel={numba_parallel.PARALLEL_OPTIONS!r})"
+        self.helper(name + "_par", (
+            f"{deco}\ndef {name}_par({failed}{', ' if rest else ''}{rest}):\n"
+            f"    for {u} in prange({nc}):\n"
+            f"        {t} = np.int64({u})  # the prange index is unsigned in numba's worker function\n"
+            f"        {failed}[{t}] = {name}_try({t} * {n} // {nc}, ({t} + 1) * {n} // {nc}, {t}"
+            f"{', ' if rest else ''}{rest})"))
         return name
 
     def const(self, fe, x: Const):

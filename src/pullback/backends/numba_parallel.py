@@ -7,10 +7,13 @@ Contract:
   ``no``). Any other value of the variable than those and ``1``/``true``/
   ``on``/``yes``/empty is a `PullbackError`. `check_parallel(value, what)`
   validates the keyword.
-- `plan(prog, setting) -> Plan`: which `Map` statements run with ``prange``
+- `plan(prog, setting) -> Plan`: which `Map` statements run in parallel
   (`Plan.maps`, by ``id`` of the `Let`) and which functions contain one
-  (`Plan.funcs`: those, and only those, are compiled with
-  ``njit(parallel=...)``). A map is parallel when the setting is not False,
+  (`Plan.funcs`). Each such map becomes three helpers (`pysource.maps`,
+  `NumbaDialect.map_helper`): a chunk of its iterations, a wrapper that
+  catches the chunk's exception, and a small driver with the ``prange`` loop,
+  the only function compiled with ``njit(parallel=...)`` (numba's parallel
+  passes are slow on large functions). A map is parallel when the setting is not False,
   it is the outermost map of its function (a map inside it stays sequential),
   its function is neither recursive nor called, directly or not, from inside
   any map's body (numba's threading layers are not all safe for nested
@@ -62,6 +65,7 @@ _ON = ("", "1", "true", "on", "yes")
 # is lost in noise (measured in note [numba-parallel]).
 MIN_WORK = 100_000
 
+# numba's parallel option for the drivers (a dict: numba pops from it, so print it anew each time)
 PARALLEL_OPTIONS = {"comprehension": False, "reduction": False, "inplace_binop": False, "setitem": False,
                     "numpy": False, "stencil": False, "fusion": False, "prange": True}
 

@@ -14,7 +14,7 @@ function emitter `fe`:
 When the dialect says the map runs in parallel (`dialect.parallel_map(fe, st)`,
 the numba backend's outermost large maps), the iterations are cut into
 `dialect.parallel_chunks(n)` chunks of consecutive iterations, run by a
-`prange` loop through a helper function (`_parallel`: errors raised in a
+`prange` loop through helper functions (`_parallel`: errors raised in a
 chunk are raised after the loop). Accumulators get private partial sums per
 chunk, started at zero and added to the initial values after the loop in
 chunk order, so no two threads write one element (the accumulators are
@@ -104,11 +104,13 @@ def _iteration(fe, e: Map, depth: int, outs, names, iname) -> None:
 
 def _parallel(fe, st, depth, outs, final, inits, iname, n) -> None:
     """A parallel map (see the module docstring): its iterations, cut into
-    chunks, become a helper function (`dialect.map_helper`) that a `prange`
-    loop calls once per chunk through a wrapper returning 1 if the chunk
-    raised (numba runs no prange loop with a `raise` in its body, and cannot
-    carry an exception out of its worker threads); a chunk that failed is run
-    again sequentially afterwards, raising its (located) error there."""
+    chunks, become a helper function (`dialect.map_helper`: `fn`) that a
+    `prange` loop in a small function of its own (`fn_par`: numba's parallel
+    passes are slow on large functions) calls once per chunk through a wrapper
+    (`fn_try`) returning 1 if the chunk raised (numba runs no prange loop with
+    a `raise` in its body, and cannot carry an exception out of its worker
+    threads); a chunk that failed runs again sequentially afterwards, raising
+    its (located) error there."""
     e: Map = st.exp
     dialect = fe.mod.dialect
     nc = dialect.parallel_chunks(n)
@@ -132,16 +134,15 @@ def _parallel(fe, st, depth, outs, final, inits, iname, n) -> None:
     fe.last_loc = None
     free = (free_vars(e.lam.body) - set(e.lam.params)) | {a for a in e.arrays if isinstance(a, Var)}
     params = [lo, hi, t] + outs + parts + sorted({fe.a(v) for v in free}) + list(fe.mod.extra_params)
-    fn = dialect.map_helper(params, body)
+    failed, u = fe.fresh("failed"), fe.fresh("u")
+    fn = dialect.map_helper(params, body, n, nc, failed, u)
     fe.line(depth, f"{nt} = {nc}")
     for p, part in zip(e.acc_params, parts):
-        fe.line(depth, f"{part} = np.zeros(({nt},) + {_shape_lit(p.type.shape)}, "
+        fe.line(depth, f"{part} = np.zeros({_shape_lit((nc,) + tuple(p.type.shape))}, "
                        f"dtype={_NP_DTYPE[p.type.dtype]})")
-    failed = fe.fresh("failed")
     fe.line(depth, f"{failed} = np.zeros({nt}, dtype=np.int64)")
+    fe.line(depth, f"{fn}_par({', '.join([failed] + params[3:])})  # runs {fn} on each chunk in parallel")
     args = ", ".join([f"{t} * {n} // {nt}", f"({t} + 1) * {n} // {nt}"] + params[2:])
-    fe.line(depth, f"for {t} in prange({nt}):")
-    fe.line(depth + 1, f"{failed}[{t}] = {fn}_try({args})")
     fe.line(depth, f"for {t} in range({nt}):  # a chunk that raised, again: its error is raised here")
     fe.line(depth + 1, f"if {failed}[{t}]:")
     for part in parts:
@@ -149,4 +150,8 @@ def _parallel(fe, st, depth, outs, final, inits, iname, n) -> None:
     fe.line(depth + 2, f"{fn}({args})")
     # the partial sums added to the initial values in chunk order (deterministic)
     for name, part, x0 in zip(final, parts, inits):
-        fe.line(depth, f"{name} = {x0} + {part}.sum(axis=0)")
+        fe.line(depth, f"{name} = {x0} + {part}[0]")
+    if parts and nc > 1:  # a loop, not part.sum(axis=0): numba compiles that for seconds
+        fe.line(depth, f"for {t} in range(1, {nt}):")
+        for name, part in zip(final, parts):
+            fe.line(depth + 1, f"{name} += {part}[{t}]")

@@ -1,0 +1,309 @@
+"""Multi-core maps on the numba backend (issue 12 §3, note [numba-parallel]).
+
+What is checked: which maps run with `prange` (outermost only, not in
+functions called from a map, by size under parallel=None, never under
+parallel=False or PULLBACK_PARALLEL=0); that parallel code compiles without
+numba's "not parallel" warnings and gives the interpreter's results, the same
+bits on every run and on 1 and 2 threads; that an index error inside a
+parallel map is the located error; and that calls from many threads at once
+are correct (numba's workqueue layer would abort the process without the lock).
+
+numba compiles cost seconds each: the compiled tests share two functions
+(`_compiled`), and the subprocess tests are `slow`.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+numba = pytest.importorskip("numba")
+
+import pullback as pb  # noqa: E402
+from pullback.backends import numba_backend, numba_parallel  # noqa: E402
+from pullback.errors import PullbackError  # noqa: E402
+
+HERE = os.path.basename(__file__)
+
+_rng = np.random.default_rng(12)
+W = _rng.standard_normal((30, 5))
+XS = _rng.standard_normal((40, 5))
+IDX = _rng.integers(0, 30, 40)
+C = 0.7
+
+
+def inner(x, w):
+    """Has a map of its own, and is called from inside a map: stays sequential."""
+    return np.sum(pb.map(lambda r: np.sum(r * x), w))
+
+
+def small(xs, w, c, idx):
+    """One map reading a free array at a traced index and a free scalar: compiled in the fast tests."""
+    ys = pb.map(lambda x, j: c * np.sum(np.tanh(x * w[j])), xs, idx)  # MAPLINE
+    return np.sum(ys * ys)
+
+
+def model(xs, w, c, idx):
+    # sparse reads of a free array (w[j]), a free scalar (c), a map in a map
+    ys = pb.map(lambda x, j: c * np.sum(np.tanh(x * w[j])) + np.sum(pb.map(lambda v: v * c, x)), xs, idx)
+    zs = pb.map(lambda x: inner(x, w[:3]), xs)
+    s = 0.0
+    for k in range(2):  # a map in a loop
+        s = s + np.sum(pb.map(lambda x: np.sin(x[k] * c), xs))
+    return np.sum(ys * ys) + np.sum(zs) + s
+
+
+ARGS = (XS, W, C, IDX)
+MAPLINE = next(i for i, t in enumerate(open(__file__).read().splitlines(), 1) if t.endswith("# MAPLINE"))
+
+
+def _prog(f, *args):
+    return pb.jit(f).staged(*args).prog
+
+
+def _funcs(src):
+    """{function name: (decorator line, text)} of a generated module."""
+    out = {}
+    lines = src.splitlines()
+    for k, t in enumerate(lines):
+        if t.startswith("def "):
+            name = t[4:].split("(")[0]
+            end = next((j for j in range(k + 1, len(lines)) if lines[j].startswith(("def ", "@"))), len(lines))
+            out[name] = (lines[k - 1], "\n".join(lines[k:end]))
+    return out
+
+
+# -- which maps run in parallel (emission only: no numba compiles) --------------------------------
+
+def test_only_outermost_maps_of_uncalled_functions_are_parallel():
+    src = numba_backend.emit_prog(_prog(model, *ARGS), parallel=True)
+    fs = _funcs(src)
+    par = {n for n, (deco, _) in fs.items() if "parallel=" in deco}
+    # three outermost maps (ys, zs, and the one in the loop), each run by a driver of its own:
+    # the only functions compiled with numba's parallel option, the only ones with prange
+    assert par == {n for n, (_, text) in fs.items() if "prange(" in text} == {f"_pb_map{k}_par" for k in range(3)}
+    assert fs["model"][1].count("(parallel)") == 3 and fs["model"][1].count("_par(") == 3
+    # the map inside ys stays a loop in its chunk function, and so does inner's (called from a map)
+    assert "# map over x\n" in fs["_pb_map0"][1] + "\n" and "for " in fs["_pb_map0"][1]
+    assert "_par(" not in fs["inner"][1] and "# map over w" in fs["inner"][1]
+    # only explicit prange loops: numba's own array-expression rewrites stay off
+    assert "'numpy': False" in fs["_pb_map0_par"][0] and "'prange': True" in fs["_pb_map0_par"][0]
+    assert "from numba import prange" in src
+
+
+def test_parallel_false_and_the_environment_turn_it_off(monkeypatch):
+    prog = _prog(model, *ARGS)
+    assert "prange" not in numba_backend.emit_prog(prog, parallel=False)
+    monkeypatch.setenv("PULLBACK_PARALLEL", "0")
+    src = numba_backend.emit_prog(prog, parallel=True)
+    assert "prange" not in src and "parallel=" not in src
+    monkeypatch.setenv("PULLBACK_PARALLEL", "1")
+    assert "prange(" in numba_backend.emit_prog(prog, parallel=True)
+
+
+def test_bad_environment_value(monkeypatch):
+    monkeypatch.setenv("PULLBACK_PARALLEL", "sometimes")
+    with pytest.raises(PullbackError, match="PULLBACK_PARALLEL='sometimes' is not understood"):
+        numba_backend.emit_prog(_prog(model, *ARGS))
+
+
+def _big(xs):
+    return pb.map(lambda x: np.sum(np.sin(x) * x), xs)
+
+
+def _sparse(xs, w):
+    return np.sum(pb.map(lambda x: w[3, 2] * np.sum(x), xs))
+
+
+def test_automatic_setting_by_estimated_work():
+    from pullback.passes.vjp import vjp_prog
+
+    big = numba_backend.emit_prog(_prog(_big, np.ones((300, 400))), parallel=None)
+    small = numba_backend.emit_prog(_prog(_big, np.ones((10, 40))), parallel=None)
+    assert "prange(" in big and "prange" not in small
+    assert "prange(" in numba_backend.emit_prog(_prog(_big, np.ones((10, 40))), parallel=True)
+    # the work estimate multiplies constant loop bounds in: the same map at 5x the width pays
+    w = numba_parallel.work(_prog(_big, np.ones((1, 400))).funcs[0].body, None)
+    assert 300 * w >= numba_parallel.MIN_WORK > 10 * w
+    # reverse mode: the adjoint of a large free array read at one element per iteration
+    # needs per-chunk partials as large as the array: not worth it for a cheap map
+    def adjoint_map(w):
+        vp, _ = vjp_prog(_prog(_sparse, np.ones((2000, 50)), w))
+        (line,) = [t for t in numba_backend.emit_prog(vp, parallel=None).splitlines() if "accumulating" in t]
+        return line
+
+    assert "(parallel)" not in adjoint_map(np.ones((2000, 50)))
+    assert "(parallel)" in adjoint_map(np.ones((20, 5)))
+
+
+def test_bad_parallel_value_is_a_located_error():
+    with pytest.raises(PullbackError) as err:
+        pb.grad(model, parallel="yes")
+    assert "parallel must be True, False or None, got 'yes'" in str(err.value)
+    assert HERE in str(err.value)
+    with pytest.raises(PullbackError, match="parallel must be True, False or None, got 1") as err:
+        pb.jit(model, parallel=1)
+    assert HERE in str(err.value)
+
+
+def test_the_keyword_reaches_every_transformation():
+    f = lambda x: np.sum(x)  # noqa: E731
+    for t in (pb.jit(f, parallel=True), pb.grad(f, parallel=True), pb.value_and_grad(f, parallel=True),
+              pb.jacobian(f, parallel=True), pb.jacrev(f, parallel=True), pb.jacfwd(f, parallel=True),
+              pb.hessian(f, parallel=True), pb.vmap(f, parallel=True)):
+        assert getattr(t, "_jit", t).parallel is True
+    assert pb.grad(f, parallel=False) is not pb.grad(f, parallel=True)  # one cached object per setting
+    assert pb.jvp(f, (np.ones(3),), (np.ones(3),), parallel=True)[1] == 3.0
+    assert pb.vjp(f, np.ones(3), parallel=False)[1](1.0)[0].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_other_backends_accept_and_ignore_it():
+    want = pb.grad(model, argnums=(0, 1, 2), backend="interp")(*ARGS)
+    got = pb.grad(model, argnums=(0, 1, 2), backend="pysource", parallel=True)(*ARGS)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+# -- compiled -----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def _compiled(tmp_path_factory):
+    """pb.value_and_grad of `small` with parallel=True, compiled once in a fresh
+    cache (so it really compiles: about 10 s), its first result, and the
+    warnings numba gave."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PULLBACK_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        g = pb.value_and_grad(small, argnums=(0, 1, 2), backend="numba", parallel=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            first = g(*ARGS)
+        yield g, first, [w for w in caught if issubclass(w.category, numba.NumbaWarning)]
+
+
+def _same(a, b):
+    """Bit for bit."""
+    (va, ga), (vb, gb) = a, b
+    return va == vb and all(np.array_equal(x, y) for x, y in zip(ga, gb))
+
+
+def test_compiles_in_parallel_without_numba_warnings(_compiled):
+    g, _, caught = _compiled
+    assert not caught, [str(w.message)[:200] for w in caught]  # e.g. "prange ... will not be executed in parallel"
+    runner = g._jit.staged(*ARGS).runner
+    assert runner.parallel
+    fs = _funcs(runner.source)
+    # the primal map and its adjoint (accumulating w's and c's adjoints) both run in parallel,
+    # in drivers of their own: the only functions numba compiles with its parallel option
+    assert sorted(n for n, (deco, _) in fs.items() if "parallel=" in deco) == ["_pb_map0_par", "_pb_map1_par"]
+    assert all("prange(" in fs[n][1] for n in ("_pb_map0_par", "_pb_map1_par"))
+    assert runner.source.count("(parallel), accumulating") == 1
+    assert numba_parallel.threading_layer() == numba.threading_layer()
+
+
+def test_results_match_the_interpreter(_compiled):
+    _, (value, grads), _ = _compiled
+    want = pb.grad(small, argnums=(0, 1, 2), backend="interp")(*ARGS)
+    for a, b in zip(grads, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(value, small(*ARGS), rtol=1e-12)   # the eager (plain NumPy) function
+
+
+def test_deterministic_and_the_same_on_one_thread(_compiled):
+    g, first, _ = _compiled
+    for _ in range(3):
+        assert _same(g(*ARGS), first)
+    old = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        one = g(*ARGS)
+    finally:
+        numba.set_num_threads(old)
+    assert _same(one, first)  # the chunks do not depend on the threads that run them
+
+
+def test_index_error_in_a_parallel_map_is_located(_compiled):
+    g, first, _ = _compiled
+    bad = IDX.copy()
+    bad[17] = 99
+    with pytest.raises(IndexError) as err:
+        g(XS, W, C, bad)
+    assert isinstance(err.value, PullbackError)
+    assert f"{HERE}:{MAPLINE}" in str(err.value) and "index 99 is out of bounds" in str(err.value)
+    assert _same(g(*ARGS), first)  # and it still works
+
+
+N_THREADS = 12
+
+
+def test_many_threads_call_parallel_code_at_once(_compiled):
+    """Issue 8's many-thread test on a program with parallel maps: every result checked."""
+    g, first, _ = _compiled
+    barrier = threading.Barrier(N_THREADS)
+    results, errors = [None] * N_THREADS, []
+
+    def work(i):
+        try:
+            barrier.wait()
+            results[i] = [g(*ARGS) for _ in range(5)]
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(N_THREADS)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in ts), "a thread hung"
+    assert not errors, errors[:3]
+    assert all(_same(r, first) for rs in results for r in rs)
+
+
+def test_parallel_false_and_the_environment_compile_sequential_code(monkeypatch, tmp_path):
+    monkeypatch.setenv("PULLBACK_CACHE_DIR", str(tmp_path))
+
+    def tiny(xs):
+        return pb.map(lambda x: x * 2.0 + 1.0, xs)
+
+    x = np.arange(6.0).reshape(3, 2)
+    j = pb.jit(tiny, backend="numba", parallel=False)
+    np.testing.assert_array_equal(j(x), x * 2.0 + 1.0)
+    src = j.staged(x).runner.source
+    assert "prange" not in src and "# map over" in src
+    monkeypatch.setenv("PULLBACK_PARALLEL", "0")
+    j = pb.jit(tiny, backend="numba", parallel=True)
+    np.testing.assert_array_equal(j(x), x * 2.0 + 1.0)
+    assert j.staged(x).runner.source == src   # the same module: compiled once
+    assert not j.staged(x).runner.parallel
+
+
+_SUB = """
+import sys, numpy as np, numba
+sys.path.insert(0, {here!r})
+import pullback as pb
+from test_parallel import model, ARGS
+g = pb.grad(model, argnums=(0, 1, 2), backend="numba", parallel=True)
+r = g(*ARGS)
+assert "prange(" in g._jit.staged(*ARGS).runner.source
+np.save(sys.argv[1], np.concatenate([np.ravel(a) for a in r]))
+print(numba.config.NUMBA_NUM_THREADS, numba.threading_layer())
+"""
+
+
+@pytest.mark.slow  # a fresh process and numba compiles of `model` for each thread count (about 40 s each)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_fresh_process_with_numba_num_threads(tmp_path, threads):
+    script = tmp_path / "sub.py"
+    script.write_text(textwrap.dedent(_SUB.format(here=os.path.dirname(__file__))))
+    env = dict(os.environ, NUMBA_NUM_THREADS=str(threads), PULLBACK_CACHE_DIR=str(tmp_path / "cache"))
+    out = tmp_path / "r.npy"
+    p = subprocess.run([sys.executable, str(script), str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.split()[0] == str(threads)
+    want = pb.grad(model, argnums=(0, 1, 2), backend="interp")(*ARGS)
+    np.testing.assert_allclose(np.load(out), np.concatenate([np.ravel(a) for a in want]), rtol=1e-12, atol=1e-12)
