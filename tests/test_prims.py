@@ -260,6 +260,9 @@ CASES: dict[str, list[Case]] = {
     "argsort": [Case((F(3, 4),)), Case((F(5),)), Case((I([3, 1, 3, 0]),))],
     "unique_indices": [Case((I([3, 0, -1, 7, 4, -2]),), {"n": 5}, ref=lambda i, n: i),   # pb.scatter's check
                        Case((I([]),), {"n": 0}, ref=lambda i, n: i)],
+    "cumsum": [Case((F(5),), ref=lambda x: np.cumsum(x)), Case((I([3, -1, 2]),), ref=lambda x: np.cumsum(x))],
+    "rcumsum": [Case((F(5),), ref=lambda x: np.cumsum(x[::-1])[::-1]),
+                Case((F(1),), ref=lambda x: x)],
     "revolve_split": [Case((I(t), I(s)), ref=lambda t, s, m=m: np.int64(m))
                       for t, s, m in [(1, 3, 0), (2, 1, 1), (9, 1, 8), (10, 3, 4), (7, 2, 4), (20, 3, 10)]],
     "stop_gradient": [Case((F(3),)), Case((F(),))],

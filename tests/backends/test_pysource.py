@@ -103,6 +103,8 @@ SAMPLES = {
     "argmax": [([M23], {"axis": 1}), ([V3], {"axis": 0})],
     "argmin": [([M23], {"axis": 0}), ([V3], {"axis": 0})],
     "unique_indices": [([_c(np.array([2, -1, 0, 5]), T("i64", 4))], {"n": 3}), ([I3], {"n": 0})],
+    "cumsum": [([V3], {}), ([I3], {})],
+    "rcumsum": [([V3], {}), ([T("f32", 4)], {})],
     "store_new": [([], {"elem": V3})],
 }
 for _op in ("sum", "prod", "max", "min"):

@@ -1,5 +1,6 @@
-"""numba form of `unique_indices` (ir/prims/combine.py, `pb.scatter`'s duplicate
-check): an njit helper that sorts the in-range indices and compares neighbours,
+"""numba and NumPy forms of the reducers' primitives (ir/prims/combine.py):
+`cumsum`/`rcumsum` (`pb.associative_scan` with `+`), and `unique_indices`
+(`pb.scatter`'s duplicate check), an njit helper that sorts the in-range indices and compares neighbours,
 O(m log m). See `libcalls` for the contract.
 
 A duplicate raises ``IndexError`` with a constant message (numba cannot format
@@ -35,3 +36,23 @@ def _numba(dialect, fe, e, pat):
 
 
 register("unique_indices", _numba)
+
+
+def _cumsum_numba(dialect, fe, e, pat):
+    return f"np.cumsum({fe.a(e.args[0])})"
+
+
+def _rcumsum_numba(dialect, fe, e, pat):
+    return f"np.ascontiguousarray(np.cumsum({fe.a(e.args[0])}[::-1])[::-1])"
+
+
+def _cumsum_py(fe, e, pat):
+    return f"np.cumsum({fe.a(e.args[0])})"
+
+
+def _rcumsum_py(fe, e, pat):
+    return f"np.cumsum({fe.a(e.args[0])}[::-1])[::-1].copy()"
+
+
+register("cumsum", _cumsum_numba, _cumsum_py)
+register("rcumsum", _rcumsum_numba, _rcumsum_py)

@@ -9,6 +9,11 @@ Contract:
   locate it at the user's line like an out-of-bounds index). `pb.scatter`
   puts it in front of its write loop, whose input it is, so it runs before
   any write and is never dead code. Integer result: no derivative.
+- ``cumsum(x) -> y``, ``rcumsum(x) -> y``: inclusive prefix sums along the
+  leading axis of a vector, forward (``y[i] = x[0] + ... + x[i]``) and
+  backward (``y[i] = x[i] + ... + x[n-1]``). `pb.associative_scan` with `+`
+  (the paper's special rule): each is the other's transpose, so the adjoint of
+  a `+`-scan is the backward scan of its cotangent, O(n), and nothing is saved.
 """
 from __future__ import annotations
 
@@ -58,3 +63,32 @@ def _unique_cost(ts, outs, n):
 
 TABLE.add(Row("unique_indices", _unique_type, _unique_impl, cost=_unique_cost, zero_deriv=True,
               doc="identity on indices that are unique in [0, n); a duplicate is a located error"))
+
+
+def _scan_type(ts):
+    (t,) = ts
+    check(isinstance(t, TensorType) and t.ndim == 1 and t.dtype in ("f64", "f32", "i64"),
+          f"cumsum: a vector of numbers is required, got {t}")
+    return (t,)
+
+
+def _cumsum(x):
+    return np.cumsum(x, axis=0, dtype=np.asarray(x).dtype)
+
+
+def _rcumsum(x):
+    return np.ascontiguousarray(np.cumsum(np.asarray(x)[::-1], axis=0, dtype=np.asarray(x).dtype)[::-1])
+
+
+def _scan_cost(ts, outs):
+    return ts[0].size
+
+
+TABLE.add(Row("cumsum", _scan_type, _cumsum, cost=_scan_cost,
+              jvp=lambda b, a, t, o: [b.emit("cumsum", t[0], name="scan_tan")],
+              vjp=lambda b, a, o, ct, need: [b.emit("rcumsum", ct[0], name="x_adj")],
+              doc="inclusive prefix sums of a vector"))
+TABLE.add(Row("rcumsum", _scan_type, _rcumsum, cost=_scan_cost,
+              jvp=lambda b, a, t, o: [b.emit("rcumsum", t[0], name="scan_tan")],
+              vjp=lambda b, a, o, ct, need: [b.emit("cumsum", ct[0], name="x_adj")],
+              doc="inclusive suffix sums of a vector (the transpose of cumsum)"))

@@ -1,0 +1,82 @@
+"""The combinators' special rules fire on what the operator computes, whatever
+its spelling: the staged IR and the derivative source use the special
+primitive (a sum, a prefix sum, an arg-extremum, a scatter-add) and no loop."""
+import operator
+
+import numpy as np
+import pytest
+
+import pullback as pb
+from pullback.ir.core import Loop, Map
+from pullback.ir.traverse import iter_lets
+
+X = np.array([0.3, -1.2, 2.0, 0.7, 1.1])
+IDX = np.array([0, 2, 2, 5, -1])
+
+
+def _ops(fn, *args):
+    prog = pb.jit(fn, backend="interp").staged(*args)
+    prog = getattr(prog, "prog", prog)
+    lets = [st for f in prog.funcs for st in iter_lets(f.body)]
+    return ({st.exp.op for st in lets if hasattr(st.exp, "op")},
+            any(isinstance(st.exp, (Loop, Map)) for st in lets))
+
+
+ADDS = [pb.add, operator.add, np.add, lambda a, b: b + a]
+
+
+@pytest.mark.parametrize("op", ADDS, ids=["pb.add", "operator.add", "np.add", "lambda"])
+def test_add_spellings(op):
+    ops, loops = _ops(lambda x: pb.reduce(op, 0.0, x) + np.sum(pb.associative_scan(op, 0.0, x)), X)
+    assert {"sum", "cumsum"} <= ops and not loops
+    ops, loops = _ops(lambda x: np.sum(pb.hist(op, 0.0, 4, IDX, x)), X)
+    assert "take_add" in ops and not loops
+
+
+@pytest.mark.parametrize("op,prim", [(pb.max, "argmax"), (max, "argmax"), (np.maximum, "argmax"),
+                                     (pb.min, "argmin"), (np.minimum, "argmin"), (pb.mul, "prod"),
+                                     (operator.mul, "prod")])
+def test_reduce_spellings(op, prim):
+    ops, loops = _ops(lambda x: pb.reduce(op, 1.0, x), X)
+    assert prim in ops and not loops
+
+
+def test_derivative_source_shows_the_rules():
+    def f(x):
+        return pb.reduce(pb.max, -np.inf, x) + np.sum(np.sin(pb.associative_scan(pb.add, 0.0, x)))
+    src = pb.derivative_source(f, X)
+    assert "argmax" in src and "np.cumsum" in src and "for " not in src
+
+
+def test_general_operator_is_a_loop():
+    ops, loops = _ops(lambda x: pb.reduce(lambda a, b: a + b * b, 0.0, x), X)
+    assert loops
+
+
+def test_scan_add_adjoint_is_the_suffix_sum():
+    g = pb.grad(lambda x: np.sum(pb.associative_scan(pb.add, 0.0, x) * np.arange(5.0)), backend="interp")(X)
+    np.testing.assert_allclose(g, np.cumsum(np.arange(5.0)[::-1])[::-1])
+
+
+def _work(f, x):
+    from pullback.backends import interp
+    from pullback.frontend import stage
+    from pullback.passes.vjp import vjp_prog
+
+    st = stage(f, (x,))
+    p, g = interp.OpCount(), interp.OpCount()
+    interp.run(st.prog, x, ops=p)
+    vprog, name = vjp_prog(st.prog)
+    interp.run(vprog, x, 1.0, fname=name, ops=g)
+    return p.work, g.work
+
+
+def _scan_loss(x):
+    return np.sum(np.sin(pb.associative_scan(pb.add, 0.0, x)))
+
+
+def test_scan_add_cost_is_linear():
+    (p1, g1), (p2, g2) = _work(_scan_loss, np.linspace(0.1, 1.0, 100)), _work(_scan_loss, np.linspace(0.1, 1.0, 1000))
+    assert p2 >= 9 * p1                   # the counts do grow with n
+    assert g2 / p2 <= 1.1 * (g1 / p1)     # the gradient stays a constant times the primal
+    assert g1 / p1 <= 6
