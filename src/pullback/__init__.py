@@ -24,6 +24,7 @@ from .custom import ShapeDtypeStruct, checkpoint, custom_jvp, custom_vjp, pure_c
 from .lax import stop_gradient
 from .machine import Capsule, interrupt, primops, resume
 from .errors import (
+    DuplicateIndexError,
     IndexOutOfBoundsError,
     IntegerDivisionError,
     IntegerPowerError,

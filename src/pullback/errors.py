@@ -71,6 +71,10 @@ class IndexOutOfBoundsError(PullbackError, IndexError):
     """An index outside ``-n <= i < n`` for an axis of size n."""
 
 
+class DuplicateIndexError(PullbackError, IndexError):
+    """`pb.scatter` given an in-range index twice (a scatter writes each position at most once)."""
+
+
 class IntegerDivisionError(PullbackError, ZeroDivisionError):
     """Integer ``//`` or ``%`` with a zero divisor (float division gives inf/nan, as in NumPy)."""
 

@@ -158,9 +158,9 @@ def _eager_scatter(dest, indices, values):
     n = out.shape[0]
     dup = first_duplicate(idx, n)
     if dup is not None:
-        raise PullbackError(f"pb.scatter: index {dup} occurs more than once among the indices in [0, {n})",
-                            loc=_caller_loc(), hint="a scatter writes each position at most once; use pb.hist "
-                                                    "to combine values that share an index")
+        from .backends.checks import duplicate_error
+
+        raise duplicate_error(_caller_loc(), dup, n)
     vals = np.broadcast_to(np.asarray(values), (idx.shape[0],) + out.shape[1:])
     keep = (idx >= 0) & (idx < n)
     out[idx[keep]] = vals[keep]

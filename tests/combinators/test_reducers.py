@@ -413,9 +413,6 @@ def _numba_scatter(d, v, i):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="numba: the duplicate check raises a plain IndexError, which the API "
-                                       "reports as an internal error; backends.checks needs a site kind for it "
-                                       "(note [reducers])")
 def test_duplicate_scatter_indices_on_numba():
     f = pb.jit(_numba_scatter, backend="numba")
     np.testing.assert_array_equal(f(np.zeros(4), np.ones(2), np.array([3, -3])), [0, 0, 0, 1])

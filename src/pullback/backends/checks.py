@@ -41,7 +41,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..errors import (IndexOutOfBoundsError, IntegerDivisionError, IntegerPowerError, PullbackError,
+from ..errors import (DuplicateIndexError, IndexOutOfBoundsError, IntegerDivisionError, IntegerPowerError, PullbackError,
                       RecursionDepthError)
 from ..ir.prims.indexing import DynSliceError
 
@@ -61,7 +61,8 @@ def bounds_checks_enabled() -> bool:
 class Site:
     """One check printed into generated code. kind: "index" (axis, size), "slice" (a
     dynamic slice: axis, size, length), "div" (op: "floordiv" or "mod", or "pow" for a
-    negative integer exponent) or "recursion" (loc: the recursive call)."""
+    negative integer exponent), "recursion" (loc: the recursive call) or
+    "duplicate" (`pb.scatter`'s indices: size)."""
 
     kind: str
     loc: object = None
@@ -107,6 +108,13 @@ def slice_error(loc, start, length: int, axis: int, size: int) -> IndexOutOfBoun
         f"slice [{start}:{_plus(start, length)}] is out of bounds for axis {axis} with size {size}",
         loc=loc, hint=f"a slice x[i:i+{length}] with a traced start needs 0 <= i <= {last} (pullback neither clamps "
                       "nor wraps it, so that it always has length " + f"{length}); check the start before using it")
+
+
+def duplicate_error(loc, index, size: int) -> DuplicateIndexError:
+    """`pb.scatter` was given an index in [0, size) twice."""
+    return DuplicateIndexError(f"pb.scatter: index {index} occurs more than once among the indices in [0, {size})",
+                         loc=loc, hint="a scatter writes each position at most once; to combine the values "
+                                       "that share an index use pb.hist (e.g. pb.hist(pb.add, ...))")
 
 
 def division_error(loc, op: str) -> IntegerDivisionError | IntegerPowerError:
@@ -161,6 +169,8 @@ def translate(err: BaseException, sites) -> PullbackError | None:
         return division_error(s.loc, s.op)
     if s.kind == "recursion" and isinstance(err, RecursionError):
         return stack_error(s.loc)
+    if s.kind == "duplicate" and isinstance(err, IndexError):
+        return duplicate_error(s.loc, a[1], s.size)
     return None
 
 
@@ -172,6 +182,10 @@ def from_exception(err: BaseException, loc, op: str = "") -> PullbackError | Non
         return None
     if isinstance(err, DynSliceError):
         return slice_error(loc, err.start, err.length, err.axis, err.size)
+    from ..ir.prims.combine import DuplicateIndex
+
+    if isinstance(err, DuplicateIndex):
+        return duplicate_error(loc, err.index, err.n)
     if isinstance(err, IndexError):
         msg = str(err) or "index out of bounds"
         m = _NUMPY_INDEX.search(msg)

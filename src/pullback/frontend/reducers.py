@@ -338,9 +338,9 @@ def stage_scatter(st, dest, indices, values, what="pb.scatter"):
     if isinstance(idx, Const):
         dup = first_duplicate(idx.value, n)
         if dup is not None:
-            raise PullbackError(f"{what}: index {dup} occurs more than once among the indices in [0, {n})", loc=loc,
-                                hint="a scatter writes each position at most once; use pb.hist to combine "
-                                     "values that share an index")
+            from ..backends.checks import duplicate_error
+
+            raise duplicate_error(loc, dup, n)
     else:
         idx = b.emit("unique_indices", idx, n=n, name="idx")
     valid, safe = _in_range(b, idx, n)

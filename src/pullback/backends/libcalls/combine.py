@@ -3,18 +3,15 @@
 (`pb.scatter`'s duplicate check), an njit helper that sorts the in-range indices and compares neighbours,
 O(m log m). See `libcalls` for the contract.
 
-A duplicate raises ``IndexError`` with a constant message (numba cannot format
-one). `backends.checks.translate` has no site kind for it, so on numba the
-error is not located at the user's line and the API reports it as an
-internal error carrying that message (interp and pysource locate it; a strict
-xfail in tests/combinators/test_reducers.py tracks this).
+A duplicate raises ``IndexError(site, index)`` for the check site "duplicate"
+(`backends.checks`), which the numba backend turns into the located error.
 """
 from __future__ import annotations
 
 from . import register
 
 _SRC = '''{deco}
-def _unique_indices(idx, n):
+def _unique_indices(idx, n, site):
     m = idx.shape[0]
     v = np.empty(m, np.int64)
     k = 0
@@ -26,13 +23,17 @@ def _unique_indices(idx, n):
     s = np.sort(v[:k])
     for j in range(1, k):
         if s[j] == s[j - 1]:
-            raise IndexError("pb.scatter: an index occurs more than once (a scatter writes each position at most once; use pb.hist to combine values that share an index)")
+            raise IndexError(site, s[j])
     return idx.copy()'''
 
 
 def _numba(dialect, fe, e, pat):
+    from .. import checks
+
     h = dialect.helper("_unique_indices", _SRC.format(deco=dialect.deco))
-    return f"{h}({fe.a(e.args[0])}, {int(e.p['n'])})"
+    n = int(e.p["n"])
+    k = fe.mod.sites.add(checks.Site("duplicate", fe.cur_loc, size=n))
+    return f"{h}({fe.a(e.args[0])}, {n}, {k})"
 
 
 register("unique_indices", _numba)

@@ -5,7 +5,7 @@ Contract:
   `idx`, after checking that no index in ``[0, n)`` occurs twice (indices
   outside that range, negatives included, are ignored). The check sorts the
   in-range indices: O(m log m) for m indices, never a table of size `n`. A
-  duplicate raises `DuplicateIndexError` (an `IndexError`, so the backends
+  duplicate raises `DuplicateIndex` (an `IndexError`, so the backends
   locate it at the user's line like an out-of-bounds index). `pb.scatter`
   puts it in front of its write loop, whose input it is, so it runs before
   any write and is never dead code. Integer result: no derivative.
@@ -23,7 +23,7 @@ from ..types import TensorType
 from . import TABLE, Row, check
 
 
-class DuplicateIndexError(IndexError):
+class DuplicateIndex(IndexError):
     """An index that `pb.scatter` would write twice."""
 
     def __init__(self, index, n):
@@ -52,7 +52,7 @@ def _unique_type(ts, n):
 def _unique_impl(idx, n):
     d = first_duplicate(idx, n)
     if d is not None:
-        raise DuplicateIndexError(d, n)
+        raise DuplicateIndex(d, n)
     return np.array(idx, dtype=np.int64, copy=True)
 
 
