@@ -264,6 +264,28 @@ def test_many_threads_call_parallel_code_at_once(_compiled):
     assert all(_same(r, first) for rs in results for r in rs)
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_runs_parallel_code(_compiled, tmp_path):
+    """multiprocessing's default start method on Linux: GNU OpenMP would kill the child."""
+    g, first, _ = _compiled
+    if numba_parallel.threading_layer() == "omp":
+        pytest.skip("numba's threads were started on the omp layer before pullback's first parallel compile")
+    out = tmp_path / "child.npy"
+    pid = os.fork()
+    if pid == 0:  # the child: no pytest machinery, just the call
+        code = 1
+        try:
+            value, grads = g(*ARGS)
+            np.save(out, np.concatenate([[value]] + [np.ravel(a) for a in grads]))
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    value, grads = first
+    assert np.array_equal(np.load(out), np.concatenate([[value]] + [np.ravel(a) for a in grads]))
+
+
 def test_parallel_false_and_the_environment_compile_sequential_code(monkeypatch, tmp_path):
     monkeypatch.setenv("PULLBACK_CACHE_DIR", str(tmp_path))
 
