@@ -76,6 +76,7 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out-dir", default=HERE, help="where results.md goes")
     p.add_argument("--scaling-probe", action="store_true", help="internal: the two-core child process")
+    p.add_argument("--scaling-cpus", default=None, help="internal: the cores the child runs on")
     a = p.parse_args(argv)
     pick = 1 if a.quick else 0
     for key, vals in DEFAULTS.items():
@@ -264,10 +265,10 @@ def scaling_probe(args):
 
 def scaling(argv, cpus):
     """Runs `scaling_probe` in a child allowed `cpus` (two cores), returns its JSON or an error string."""
-    cmd = [sys.executable, os.path.abspath(__file__), "--scaling-probe"] + [a for a in argv if a != "--scaling-probe"]
+    cmd = [sys.executable, os.path.abspath(__file__), "--scaling-probe", "--scaling-cpus", ",".join(map(str, cpus))] \
+        + [a for a in argv if a != "--scaling-probe"]
     env = dict(os.environ, NUMBA_NUM_THREADS=str(len(cpus)))
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                       preexec_fn=(lambda: os.sched_setaffinity(0, set(cpus))) if hasattr(os, "sched_setaffinity") else None)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     try:
         return json.loads(r.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
@@ -483,8 +484,8 @@ def main(argv=None):
     allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_setaffinity") else []
     if args.scaling_probe:
         bench.pin(1)                                   # thread pools at one thread (this also pins the process)
-        if hasattr(os, "sched_setaffinity"):
-            os.sched_setaffinity(0, set(allowed))      # ... but the child keeps the cores it was given
+        if hasattr(os, "sched_setaffinity") and args.scaling_cpus:   # ... to the cores the parent chose
+            os.sched_setaffinity(0, {int(c) for c in args.scaling_cpus.split(",")})
         return scaling_probe(args)
     t0, load0 = time.time(), loadavg()
     os.environ.setdefault("PULLBACK_CACHE_DIR", tempfile.mkdtemp(prefix="pb-bench-comb-"))
