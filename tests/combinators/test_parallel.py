@@ -142,6 +142,27 @@ def test_automatic_setting_by_estimated_work():
     assert "(parallel)" in adjoint_map(np.ones((20, 5)))
 
 
+def _halving(x, k):
+    if k <= 0:
+        return x
+    return _halving(x * 0.5, k - 1) + x
+
+
+def _calls_recursive(xs, n):
+    return pb.map(lambda x: _halving(x, n), xs)
+
+
+def _calls_back(xs):
+    return pb.map(lambda x: pb.pure_callback(np.cos, pb.ShapeDtypeStruct((), np.float64), x) * x, xs)
+
+
+def test_maps_unsafe_on_worker_threads_stay_sequential():
+    """A recursive callee's stack checks are the calling thread's; a callback runs Python."""
+    for prog in (_prog(_calls_recursive, np.ones(8), 3), _prog(_calls_back, np.ones(8))):
+        src = numba_backend.emit_prog(prog, parallel=True)
+        assert "# map over" in src and "prange" not in src
+
+
 def test_bad_parallel_value_is_a_located_error():
     with pytest.raises(PullbackError) as err:
         pb.grad(model, parallel="yes")

@@ -18,7 +18,8 @@ Contract:
   its function is neither recursive nor called, directly or not, from inside
   any map's body (numba's threading layers are not all safe for nested
   parallel regions), the map does not call back into Python
-  (`pure_callback`) and, when the setting is None, its estimated work
+  (`pure_callback`) nor a recursive function (its stack checks are the
+  calling thread's) and, when the setting is None, its estimated work
   (`work`: width times the cost of its body, the primitives' cost rules with
   loop bounds that are constants multiplied in) is at least `MIN_WORK` and
   at least the cost of its accumulators' private partial sums (`chunks`
@@ -185,8 +186,10 @@ def _called_in_maps(prog) -> set:
     return seen
 
 
-def _calls_back(body, prog, seen=None) -> bool:
-    """Does `body` (or a function it calls) call back into Python (objmode)?"""
+def _unsafe_in_threads(body, prog, recursive, seen=None) -> bool:
+    """Does `body` (or a function it calls) call back into Python (objmode), or
+    call a recursive function (whose stack checks compare against the calling
+    thread's stack, note [numba-recursion-depth])?"""
     seen = set() if seen is None else seen
     for st in iter_lets(body):
         e = st.exp
@@ -194,7 +197,7 @@ def _calls_back(body, prog, seen=None) -> bool:
             return True
         if isinstance(e, Apply) and e.func not in seen:
             seen.add(e.func)
-            if _calls_back(prog.func(e.func).body, prog, seen):
+            if e.func in recursive or _unsafe_in_threads(prog.func(e.func).body, prog, recursive, seen):
                 return True
     return False
 
@@ -224,7 +227,7 @@ def plan(prog, parallel, cycles=frozenset()) -> Plan:
             continue
         for st in _outer_maps(f.body):
             e: Map = st.exp
-            if int(e.width.value) < 2 or _calls_back(e.lam.body, prog):
+            if int(e.width.value) < 2 or _unsafe_in_threads(e.lam.body, prog, recursive):
                 continue
             if parallel is None:
                 w = 1 + int(e.width.value) * work(e.lam.body, prog, memo)
