@@ -21,7 +21,7 @@ Contract:
   (`pure_callback`) nor a recursive function (its stack checks are the
   calling thread's) and, when the setting is None, its estimated work
   (`work`: width times the cost of its body, the primitives' cost rules with
-  loop bounds that are constants multiplied in) is at least `MIN_WORK` and
+  loop bounds that are constants multiplied in) is at least `min_work()` and
   at least the cost of its accumulators' private partial sums (`chunks`
   times their elements: zeroing and adding them up).
 - `chunks(n) -> int`: how many chunks a parallel map of width `n` with
@@ -60,11 +60,19 @@ _OFF = ("0", "false", "off", "no")
 _ON = ("", "1", "true", "on", "yes")
 
 # A map below this estimated work (cost-rule units: about one arithmetic
-# operation or element written each) stays sequential under parallel=None.
-# Starting and joining a parallel region costs about 10-30 us on 2 threads,
-# i.e. the time of some 2e4-6e4 simple operations; below about 1e5 the gain
-# is lost in noise (measured in note [numba-parallel]).
-MIN_WORK = 100_000
+# operation or element written each, some 1-3 ns) stays sequential under
+# parallel=None. Measured on 2 idle cores (note [numba-parallel]): tbb starts and
+# joins a parallel region in about 2 us, and a map of estimated work 2.5e4
+# already ran 1.8x faster; workqueue (and omp, which spins and slows down badly
+# when another process holds a core) takes 50-100 us, a map of work 1e5 ran
+# 0.7x as fast and one of 4e5 1.5x.
+MIN_WORK = {"tbb": 20_000, "other": 400_000}
+
+
+def min_work() -> int:
+    """`MIN_WORK` for the threading layer parallel maps run on (it is chosen here)."""
+    ensure_threading_layer()
+    return MIN_WORK["tbb" if _LAYER["name"] == "tbb" else "other"]
 
 # numba's parallel option for the drivers (a dict: numba pops from it, so print it anew each time)
 PARALLEL_OPTIONS = {"comprehension": False, "reduction": False, "inplace_binop": False, "setitem": False,
@@ -222,6 +230,7 @@ def plan(prog, parallel, cycles=frozenset()) -> Plan:
     recursive = {f for edge in cycles for f in edge}
     nested = _called_in_maps(prog)
     memo: dict = {}
+    least = None
     for f in prog.funcs:
         if f.name in recursive or f.name in nested:
             continue
@@ -231,7 +240,10 @@ def plan(prog, parallel, cycles=frozenset()) -> Plan:
                 continue
             if parallel is None:
                 w = 1 + int(e.width.value) * work(e.lam.body, prog, memo)
-                if w < MIN_WORK or chunks(int(e.width.value)) * _acc_elems(e) > w:
+                if w < MIN_WORK["tbb"] or chunks(int(e.width.value)) * _acc_elems(e) > w:
+                    continue
+                least = min_work() if least is None else least
+                if w < least:
                     continue
             out.maps[id(st)] = st
             out.funcs.add(f.name)
