@@ -107,9 +107,10 @@ def _stage_map_call(st, f, *xs):
 
 
 def _register():
-    from .frontend.numpy_api import FUNCS
+    from .frontend.numpy_api import _TAKE_SEQUENCES, FUNCS
 
     FUNCS[map] = _stage_map_call
+    _TAKE_SEQUENCES.add(map)   # a list or tuple is a pytree of mapped values, not one array
 
 
 _register()

@@ -199,10 +199,12 @@ for _f in (reduce, associative_scan, hist):
 def _register():
     from .frontend import ops
     from .frontend import reducers as fr
-    from .frontend.numpy_api import FUNCS
+    from .frontend.numpy_api import _TAKE_SEQUENCES, FUNCS, _as_array
 
-    FUNCS[reduce] = lambda st, op, ne, *xs: fr.stage_reduce(st, op, ne, xs)
-    FUNCS[associative_scan] = lambda st, op, ne, *xs: fr.stage_scan(st, op, ne, xs)
+    # a tuple neutral element stays a tuple; the arrays may be lists, as in NumPy
+    _TAKE_SEQUENCES.update((reduce, associative_scan))
+    FUNCS[reduce] = lambda st, op, ne, *xs: fr.stage_reduce(st, op, ne, [_as_array(st, x) for x in xs])
+    FUNCS[associative_scan] = lambda st, op, ne, *xs: fr.stage_scan(st, op, ne, [_as_array(st, x) for x in xs])
     FUNCS[hist] = lambda st, op, ne, num_bins, indices, values: fr.stage_hist(st, op, ne, num_bins, indices, values)
     FUNCS[scatter] = lambda st, dest, indices, values: fr.stage_scatter(st, dest, indices, values)
     def binary(prim):

@@ -80,3 +80,28 @@ def test_scan_add_cost_is_linear():
     assert p2 >= 9 * p1                   # the counts do grow with n
     assert g2 / p2 <= 1.1 * (g1 / p1)     # the gradient stays a constant times the primal
     assert g1 / p1 <= 6
+
+
+def _sequences(x, y):
+    a, b = pb.reduce(lambda p, q: (p[0] + q[0], p[1] * q[1]), (x[0], y[0]), x, y)   # a tuple ne
+    return a + b + pb.reduce(pb.add, 0.0, [x[0], x[1] * 2]) + np.sum(pb.map(lambda ab: ab[0] * ab[1], [x, y]))
+
+
+def test_sequences_are_pytrees_or_arrays():
+    """A tuple neutral element and a list passed to map stay pytrees; a list of
+    numbers passed as reduce's array becomes an array, as in NumPy."""
+    x, y = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0])
+    want = _sequences(x, y)
+    for backend in ("interp", "pysource"):
+        assert pb.jit(_sequences, backend=backend)(x, y) == pytest.approx(want)
+    g = pb.grad(_sequences, argnums=(0, 1), backend="interp")(x, y)
+    eps = 1e-6
+    for k, arg in enumerate((x, y)):
+        for i in range(3):
+            d = np.zeros(3)
+            d[i] = eps
+            args = [x, y]
+            args[k] = arg + d
+            hi = _sequences(*args)
+            args[k] = arg - d
+            assert g[k][i] == pytest.approx((hi - _sequences(*args)) / (2 * eps), rel=1e-6, abs=1e-7)
