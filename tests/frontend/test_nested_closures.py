@@ -279,3 +279,24 @@ def test_captured_defaults_lists_and_vjp_fns(backend):
     assert pb.grad(partial_keyword, backend=backend)(x) == pytest.approx(3.0)
     assert pb.jit(lambda v: pb.jacobian(lambda u: u * v, argnums=-1)(np.ones(2)), backend=backend)(x) \
         == pytest.approx(x * np.eye(2))
+
+
+def _make_scaled(w):
+    return lambda x: x * w
+
+
+def _make_doubled(f):
+    return lambda x: f(x) * 2.0
+
+
+def _returned_closures(x, v):
+    # a helper returns a function value reading its parameter, or a closure it was given
+    # (which reads the caller's traced v): the caller's call reads the caller's values
+    return _make_scaled(v * 2.0)(x) + _make_doubled(lambda y: y * v)(x)
+
+
+def test_returned_function_values_read_the_call_sites_arguments():
+    x, v = 2.0, 3.0
+    for backend in ("interp", "pysource"):
+        assert pb.jit(_returned_closures, backend=backend)(x, v) == pytest.approx(x * v * 2 + x * v * 2)
+        assert pb.grad(_returned_closures, argnums=1, backend=backend)(x, v) == pytest.approx(4 * x)

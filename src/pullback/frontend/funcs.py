@@ -50,6 +50,7 @@ class FuncEntry:
     #                     whose final values are the last len(hidden) leaves of `template`
     ret_alias: dict = field(default_factory=dict)  # result leaf -> argument leaf it is (the same array)
     ambiguous: tuple = ()  # argument leaves whose aliasing with the results is only known at run time
+    param_leaves: tuple = ()  # the callee's parameter placeholders (the flattened arguments)
 
 
 @dataclass
@@ -191,10 +192,22 @@ def _apply_entry(st, entry, vals):
     atoms = _traced_atoms(vals)
     outs = st.b.apply(entry.name, atoms, entry.ret_types) if entry.ret_types else ()
     it = iter(outs)
-    leaves = [Traced(next(it)) if t is None else t for t in entry.template]
+    leaves = [Traced(next(it)) if t is None else _at_call_site(t, entry, vals) for t in entry.template]
     n = len(leaves) - len(entry.hidden)
     return _finish_call(st, vals, entry.out_tree, leaves[:n], entry.hidden, leaves[n:], entry.ret_alias,
                         entry.ambiguous)
+
+
+def _at_call_site(v, entry, vals):
+    """A concrete result (a function value returned by the callee) that reads the callee's
+    parameters reads this call's arguments instead (note [closures])."""
+    if isinstance(v, (int, float, bool, complex, str, bytes, np.ndarray, np.generic, type(None))):
+        return v
+    found, _ = captured_values(v)
+    if not found:
+        return v
+    m = {id(p): a for p, a in zip(entry.param_leaves, flatten(tuple(vals))[0]) if isinstance(p, Traced)}
+    return _subst(v, m, {}) if m else v
 
 
 def _finish_call(st, vals, out_tree, ret_leaves, hidden, hidden_vals, ret_alias, ambiguous=()):
@@ -385,7 +398,7 @@ def stage_func(state, fn, names, vals, key, runner=None, loc=None, force_atoms=F
         amb = track and any(st.ambiguous.get(id(x), (None,))[0] is x for x in list(finals) + list(leaves))
         ambiguous = tuple(info.slots) if amb else ()
         entry = FuncEntry(name, out_tree, template, ret_types, tuple(info.slots[j] for j in hid_js),
-                          ret_alias if track or info.recursive else {}, ambiguous)
+                          ret_alias if track or info.recursive else {}, ambiguous, tuple(pleaves))
         if hid_js and not track:
             entry = _without_hidden(state, entry, func)
         state.cache[key] = entry
@@ -438,7 +451,7 @@ def _without_hidden(state, entry, func) -> FuncEntry:
     outs = b.apply(func.name, params, func.ret_types)
     name = state.names.fresh(func.name)
     state.add(Func(name, tuple(params), Body(tuple(b.stmts), tuple(outs[:n])), func.ret_types[:n], loc=func.loc))
-    return FuncEntry(name, entry.out_tree, entry.template[:n], func.ret_types[:n])
+    return FuncEntry(name, entry.out_tree, entry.template[:n], func.ret_types[:n], param_leaves=entry.param_leaves)
 
 
 def _check_returnable(x, name, src, loc):
