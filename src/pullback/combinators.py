@@ -72,7 +72,16 @@ def _stage_vmap(ctx, fun, args, in_axes, out_axes):
                             hint="map at least one argument (in_axes=0 maps every argument's leading axis)")
     mapped = [(_move(ctx, x, a, 0) if a is not None else x, a is not None) for x, a in zip(args, axes)]
     out = stage_map(ctx, fun, mapped, loc, what="pb.vmap")
-    return _move(ctx, out, 0, out_axes) if out_axes != 0 else out
+    if out_axes == 0:
+        return out
+    from .pytree import flatten
+
+    for leaf in flatten(out)[0]:
+        if not -leaf.ndim <= out_axes < leaf.ndim:
+            raise PullbackError(f"pb.vmap: out_axes={out_axes} is out of range for a result of rank {leaf.ndim} "
+                                "(the mapped axis included)", loc=loc,
+                                hint=f"give an axis from {-leaf.ndim} to {leaf.ndim - 1}")
+    return _move(ctx, out, 0, out_axes)
 
 
 def vmap(fun, in_axes=0, out_axes=0, backend=None, parallel=None):

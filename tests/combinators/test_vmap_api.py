@@ -110,6 +110,9 @@ def test_staged_errors_are_located():
     def nothing(x):
         return pb.map(lambda a: None, x)  # nothing
 
+    def out_axis(x):
+        return pb.vmap(lambda a: a * 2.0, out_axes=1)(x)  # out_axes
+
     x3, x4 = np.ones(3), np.ones(4)
     for fn, args, needle, exc, words in [
             (mismatched, (x3, x4), "# mismatched", ShapeError, "leading dimensions 3 and 4"),
@@ -117,7 +120,8 @@ def test_staged_errors_are_located():
             (not_callable, (x3,), "# not callable", PullbackError, "not a function"),
             (vmap_axes, (np.ones((2, 2)),), "# axes", PullbackError, "in_axes has 2 entries"),
             (vmap_dims, (x3, x4), "# dims", ShapeError, "leading dimensions 3 and 4"),
-            (nothing, (x3,), "# nothing", PullbackError, "returns no arrays")]:
+            (nothing, (x3,), "# nothing", PullbackError, "returns no arrays"),
+            (out_axis, (x3,), "# out_axes", PullbackError, "out_axes=1 is out of range")]:
         _expect(exc, lambda: pb.jit(fn, backend="interp")(*args), fn, needle, words)
         _expect(exc, lambda: pb.grad(lambda *a: np.sum(fn(*a)), backend="interp")(*args), fn, needle, words)
 
