@@ -180,10 +180,10 @@ class NumbaDialect:
         """Does the map statement `st` run with prange (`numba_parallel.plan`)?"""
         return id(st) in self.par.maps
 
-    def parallel_chunks(self, n: int) -> int:
-        """How many chunks (each with private partial accumulators) a parallel
-        map of width `n` with accumulators is cut into (`numba_parallel.chunks`)."""
-        return numba_parallel.chunks(n)
+    def parallel_chunks(self, n: int, accs: bool = True) -> int:
+        """How many chunks a parallel map of width `n` (with accumulators: each
+        chunk has private partial sums) is cut into (`numba_parallel.chunks`)."""
+        return numba_parallel.chunks(n, accs)
 
     def map_helper(self, params: list[str], body: list[str], n: int, nc: int, failed: str, u: str) -> str:
         """Write the helpers of a parallel map of width `n` in `nc` chunks

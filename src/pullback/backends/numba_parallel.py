@@ -24,11 +24,13 @@ Contract:
   loop bounds that are constants multiplied in) is at least `min_work()` and
   at least the cost of its accumulators' private partial sums (`chunks`
   times their elements: zeroing and adding them up).
-- `chunks(n) -> int`: how many chunks a parallel map of width `n` with
-  accumulators is cut into: ``min(n, numba.config.NUMBA_NUM_THREADS)``, a
-  constant of the generated code, not the number of threads active at run
-  time, so its results do not depend on `numba.set_num_threads` (the
-  partial sums of each chunk are added in chunk order).
+- `chunks(n, accs=True) -> int`: how many chunks of consecutive iterations a
+  parallel map of width `n` is cut into: with accumulators
+  ``min(n, numba.config.NUMBA_NUM_THREADS)`` (each chunk has a copy of them),
+  without ``min(n, 4 * NUMBA_NUM_THREADS)`` (for load balance). A constant of
+  the generated code, not the number of threads active at run time, so
+  results do not depend on `numba.set_num_threads` (the partial sums of the
+  chunks are added in chunk order).
 - `PARALLEL_OPTIONS`: numba's parallel options for those functions: only the
   explicit ``prange`` loops run in parallel; numba's own rewrites of array
   expressions and reductions stay off, so nothing else changes order of
@@ -117,11 +119,11 @@ class Plan:
         return bool(self.maps)
 
 
-def chunks(n: int) -> int:
-    """Chunks of a parallel map of width `n` with accumulators (see the docstring)."""
+def chunks(n: int, accs: bool = True) -> int:
+    """Chunks of a parallel map of width `n` (see the docstring)."""
     import numba
 
-    return max(1, min(int(n), int(numba.config.NUMBA_NUM_THREADS)))
+    return max(1, min(int(n), int(numba.config.NUMBA_NUM_THREADS) * (1 if accs else 4)))
 
 
 def _acc_elems(e: Map) -> int:

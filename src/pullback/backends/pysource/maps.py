@@ -113,7 +113,7 @@ def _parallel(fe, st, depth, outs, final, inits, iname, n) -> None:
     its (located) error there."""
     e: Map = st.exp
     dialect = fe.mod.dialect
-    nc = dialect.parallel_chunks(n)
+    nc = dialect.parallel_chunks(n, bool(e.accs))
     # a chunk's partial sums get names of their own (local to the helper)
     names = [fe.fresh(f"{p.name}_part") for p in e.acc_params]
     for p, name in zip(e.acc_params, names):
