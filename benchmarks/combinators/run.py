@@ -183,7 +183,7 @@ def one_core(pb, np, args, part, frameworks, backend, others):
             row["pullback"] = pair(fns[0], fns[1], a, args)
             print(f"  {part} {size}: pullback ({backend}) primal {bench.fmt_t(row['pullback']['primal'])}, deriv "
                   f"{bench.fmt_t(row['pullback']['deriv'])}", flush=True)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - reported in the table, the run goes on
             row["pullback"] = err("pullback failed", e)
             print(f"  {part} {size}: {row['pullback']}", flush=True)
             continue
@@ -204,7 +204,7 @@ def one_core(pb, np, args, part, frameworks, backend, others):
             if (size, tool) not in others:
                 try:
                     others[(size, tool)] = pair(tp, td, targs, args, sync)
-                except Exception as e:
+                except Exception as e:  # noqa: BLE001 - reported in the table
                     others[(size, tool)] = err(f"{tool} failed", e)
             row[tool] = others[(size, tool)]
             if isinstance(row[tool], str):
@@ -253,7 +253,7 @@ def scaling_probe(args):
                     res[key] = got
             cell["agree"] = [bench.disagreement(res["seq"][w + "_res"], res["2"][w + "_res"]) for w in ("primal", "deriv")]
             out["parts"][part] = cell
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - reported in the table
             out["parts"][part] = err("failed", e)
         try:
             out["threading_layer"] = numba.threading_layer()
@@ -268,7 +268,7 @@ def scaling(argv, cpus):
     cmd = [sys.executable, os.path.abspath(__file__), "--scaling-probe", "--scaling-cpus", ",".join(map(str, cpus))] \
         + [a for a in argv if a != "--scaling-probe"]
     env = dict(os.environ, NUMBA_NUM_THREADS=str(len(cpus)))
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     try:
         return json.loads(r.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
@@ -280,25 +280,25 @@ def scaling(argv, cpus):
 
 TITLES = {
     "mm": ("1. Matrix product as nested maps and a reduce",
-           "`programs.mm_loss`: `C = pb.map(lambda a: pb.map(lambda b: dot(a, b), BT), A)` with `dot` = "
+           ("`programs.mm_loss`: `C = pb.map(lambda a: pb.map(lambda b: dot(a, b), BT), A)` with `dot` = "
            "`pb.reduce(pb.add, 0.0, a * b)`, loss 0.5‖C‖²; gradient w.r.t. A and BT. NumPy (hand): the primal "
-           "with `A @ BT.T`, the adjoint `C = A @ BT.T; (C @ BT, C.T @ A)` (three single-thread BLAS products)."),
+           "with `A @ BT.T`, the adjoint `C = A @ BT.T; (C @ BT, C.T @ A)` (three single-thread BLAS products).")),
     "kmeans": ("2. k-means with `pb.hist` for the centroid update",
-               "`programs.kmeans_cost`: assign n points in d dimensions to the nearest of k centroids (nested maps, "
+               ("`programs.kmeans_cost`: assign n points in d dimensions to the nearest of k centroids (nested maps, "
                "argmin), move the centroids to their clusters' means (sums and counts by `pb.hist(pb.add, ...)`), "
                "return the cost against the moved centroids; gradient w.r.t. the points. NumPy (hand): the same "
-               "with `np.bincount`, and the gradient in closed form."),
+               "with `np.bincount`, and the gradient in closed form.")),
     "sparse": ("3. A sparse read of a large histogram",
-               "`programs.sparse_loss`: `h = pb.hist(pb.add, 0.0, B, idx, sin(x) * x)` over n samples into B bins, "
+               ("`programs.sparse_loss`: `h = pb.hist(pb.add, 0.0, B, idx, sin(x) * x)` over n samples into B bins, "
                "then a `pb.map` over m probed bins reads `h[j]`; gradient w.r.t. x. The histogram's adjoint is "
                "nonzero at m bins only; the gradient gathers it at idx. NumPy (hand): `np.bincount` and the "
-               "gradient in closed form."),
+               "gradient in closed form.")),
     "vmap": ("4. Per-example gradients: `pb.vmap(pb.grad(loss))`",
-             "`programs.per_example_grads`: the logistic loss of a one-hidden-layer tanh network (d inputs, "
+             ("`programs.per_example_grads`: the logistic loss of a one-hidden-layer tanh network (d inputs, "
              "`hidden` units) per example, its gradient w.r.t. (W1, b1, w2) per example of a batch: "
              "`pb.vmap(pb.grad(mlp_loss, argnums=(0, 1, 2)), in_axes=(None, None, None, 0, 0))`. Primal: "
              "`pb.vmap(mlp_loss, ...)` (the per-example losses). JAX: `jax.jit(jax.vmap(jax.grad(loss)))`; "
-             "PyTorch: `torch.func.vmap(torch.func.grad(loss))`, eager."),
+             "PyTorch: `torch.func.vmap(torch.func.grad(loss))`, eager.")),
 }
 TOOL = {"numpy": "NumPy (hand)", "jax": "JAX", "torch": "PyTorch"}
 
@@ -376,7 +376,7 @@ def targets(one, scal, args):
             g, p = r1["deriv"] / r0["deriv"], r1["primal"] / r0["primal"]
             grow = s1[1] / s0[1]
             q0, q1 = r0["deriv"] / r0["primal"], r1["deriv"] / r1["primal"]
-            out.append(f"sparse{bk}: from B = {s0[1]:g} to {s1[1]:g} bins ({grow:g}x) at n = {s1[0]:g} the gradient's time "
+            out.append(f"sparse{bk}: from B = {fsize(s0[1])} to {fsize(s1[1])} bins ({grow:g}x) at n = {fsize(s1[0])} the gradient's time "
                        f"grows {g:.2f}x (the primal's, which zero-fills the B bins, {p:.2f}x); does not grow "
                        f"(<= 1.5x): {'met' if g <= 1.5 else 'MISSED'}; derivative/primal stays flat ({q0:.2f} -> "
                        f"{q1:.2f}, <= 1.25x): {'met' if q1 <= 1.25 * q0 else 'MISSED'}")
@@ -397,13 +397,13 @@ def report(one, scal, meta, args, notes):
          f"whole run {meta['elapsed']:.0f} s. pullback {meta['commit']}, backends {', '.join(args.backends)}; "
          + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + f"; {meta['cpu']}, {os.cpu_count()} cores; load average (1, 5, 15 min) {meta['load0']} at the start, "
          f"{meta['load']} at the end.", "",
-         f"One-core numbers: this process pinned to core(s) {meta['cpus']}, every thread pool (BLAS, XLA, "
+         (f"One-core numbers: this process pinned to core(s) {meta['cpus']}, every thread pool (BLAS, XLA, "
          f"PyTorch) at one thread, pullback {meta['parallel_kw']}. Each time is the smaller of {args.rounds} "
          f"median(s) of repeated calls (at least {args.min_time:g} s and {args.min_runs} calls) after a first "
          "call, primal and derivative measured alternately. *deriv/primal*: each tool's derivative over its "
          "own primal. *pullback/X deriv*: pullback's derivative time over X's (< 1: pullback is faster). "
          f"*agree*: X's primal and derivative match pullback's to {args.rtol:g} relative to the largest entry. "
-         "The machine is shared: rerun rather than quote.", ""]
+         "The machine is shared: rerun rather than quote."), ""]
     for part in PARTS:
         if not any(p == part for p, _ in one):
             continue
@@ -417,14 +417,14 @@ def report(one, scal, meta, args, notes):
     if isinstance(scal, str):
         L += [f"Not measured: {scal}", ""]
     else:
-        L += [f"A child process allowed cores {meta['scale_cpus']}, BLAS at one thread, numba threading layer "
+        L += [(f"A child process allowed cores {meta['scale_cpus']}, BLAS at one thread, numba threading layer "
               f"`{scal.get('threading_layer')}`: each program's largest size built with `parallel=True`, "
               "timed with `numba.set_num_threads(1)` and `(2)` alternately with the `parallel=False` build. Each cell: the median (the target "
               "is judged on it), then in brackets the fastest call (what the code does when the other core is "
               "free: the machine is shared, and a parallel region waits for its slowest thread). *agree*: the "
-              "2-thread results against the `parallel=False` build.", "",
-              "| program | size | | parallel=False | parallel=True, 1 thread | 2 threads | speedup 1 -> 2 threads "
-              "| speedup over parallel=False | agree |", "|---|---|---|---|---|---|---|---|---|"]
+              "2-thread results against the `parallel=False` build."), "",
+              ("| program | size | | parallel=False | parallel=True, 1 thread | 2 threads | speedup 1 -> 2 threads "
+              "| speedup over parallel=False | agree |"), "|---|---|---|---|---|---|---|---|---|"]
 
         def cell(c, key, w):
             return f"{bench.fmt_t(c[key][w])} ({bench.fmt_t(c[key][w + '_best'])})"
@@ -463,7 +463,7 @@ def meta_info(np, frameworks, versions, cpus, scale_cpus, parallel_kw, t0):
 
     try:
         commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True).stdout.strip() or "?"
+                                text=True, check=False).stdout.strip() or "?"
     except OSError:
         commit = "?"
     cpu = "?"
