@@ -171,6 +171,9 @@ def test_bad_parallel_value_is_a_located_error():
     with pytest.raises(PullbackError, match="parallel must be True, False or None, got 1") as err:
         pb.jit(model, parallel=1)
     assert HERE in str(err.value)
+    with pytest.raises(PullbackError, match="vmap: parallel must be True, False or None") as err:
+        pb.vmap(model, parallel="no")
+    assert HERE in str(err.value)
 
 
 def test_the_keyword_reaches_every_transformation():
