@@ -12,7 +12,8 @@ Contract:
   `substitute(body, mapping)` replaces free vars only.
 - `dce(body)`: drops statements none of whose outputs are used (every `Prim`,
   `If`, `Loop`, `Apply` counts as pure: a statement is kept exactly when some
-  output is used), recursively in sub-bodies.
+  output is used), recursively in sub-bodies; a loop's carried values and a
+  map's stacked results and accumulators that nothing live reads are dropped.
 - `used_funcs(prog_or_func_or_body)`, `call_graph(prog)`, `prune_prog(prog)`.
 
 Expressions are visited through `exp_children`/`map_exp`, which know the core
@@ -27,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Iterable, Iterator
 
-from .core import Apply, Body, Const, ForForm, Func, If, Let, Loop, Prim, Prog, Var, WhileForm
+from .core import Apply, Body, Const, ForForm, Func, If, Lambda, Let, Loop, Map, Prim, Prog, Var, WhileForm
 from .names import NameSupply
 
 # ---------------------------------------------------------------------------
@@ -322,6 +323,8 @@ def dce(body: Body) -> Body:
             continue
         if isinstance(st.exp, Loop):
             st = _dead_loop_params(st, live)
+        elif isinstance(st.exp, Map):
+            st = _dead_map_parts(st, live)
         e = map_exp(st.exp, lambda a: a, lambda bs, b: (bs, dce(b)))
         live |= free_vars(e)
         kept.append(Let(st.pat, e, st.loc))
@@ -349,6 +352,31 @@ def _dead_loop_params(st: Let, live: set) -> Let:
     body = Body(e.body.stmts, tuple(e.body.result[j] for j in ks))
     loop = Loop(tuple(e.params[j] for j in ks), tuple(e.init[j] for j in ks), e.form, body)
     return Let(tuple(st.pat[j] for j in ks), loop, st.loc)
+
+
+def _dead_map_parts(st: Let, live: set) -> Let:
+    """The map without the stacked results that are unused after it, and without
+    the accumulators whose final values are unused and that nothing kept reads in
+    the body (a reverse map's adjoint of an argument nobody asked for)."""
+    e: Map = st.exp
+    k, na = e.n_out, len(e.accs)
+    keep_out = [j for j in range(k) if st.pat[j] in live]
+    keep_acc = {m for m in range(na) if st.pat[k + m] in live}
+    res = e.lam.body.result
+    while True:
+        sub = dce(Body(e.lam.body.stmts, tuple(res[j] for j in keep_out) + tuple(res[k + m] for m in sorted(keep_acc))))
+        need = free_vars(sub) | {a for a in sub.result if isinstance(a, Var)}
+        more = {m for m in range(na) if e.acc_params[m] in need} - keep_acc
+        if not more:
+            break
+        keep_acc |= more
+    if len(keep_out) == k and len(keep_acc) == na:
+        return st
+    ms = sorted(keep_acc)
+    body = Body(e.lam.body.stmts, tuple(res[j] for j in keep_out) + tuple(res[k + m] for m in ms))
+    lam = Lambda((e.index,) + tuple(e.elems) + tuple(e.acc_params[m] for m in ms), body)
+    new = Map(e.width, e.arrays, tuple(e.accs[m] for m in ms), lam)
+    return Let(tuple(st.pat[j] for j in keep_out) + tuple(st.pat[k + m] for m in ms), new, st.loc)
 
 
 def dce_func(f: Func) -> Func:
