@@ -352,8 +352,7 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
         hits0 = sum(old.stats.cache_hits.values())
         t0 = time.perf_counter()
         try:
-            with numba_parallel.quiet(par):
-                new = unit.compile(dname, sig)
+            new = unit.compile(dname, sig)
         except (nberr.TypingError, nberr.UnsupportedError, nberr.LoweringError, nberr.NumbaError) as err:
             raise _numba_error(err, path, src, prog) from None
         except ImportError as err:  # numba's np.dot/matmul needs SciPy's BLAS

@@ -44,9 +44,8 @@ from ..errors import PullbackError
 from ..ir.core import Const, Prim
 from ..ir.prims.indexing import region_shape
 from ..ir.types import StoreType, TensorType
-from . import checks
+from . import checks, numba_parallel
 from . import numba_fusion as fusion
-from . import numba_parallel
 from . import pysource as ps
 from .libcalls import LIBCALLS
 

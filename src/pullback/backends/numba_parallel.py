@@ -46,11 +46,9 @@ Contract:
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import threading
-import warnings
 from dataclasses import dataclass, field
 
 from ..errors import PullbackError, short_repr
@@ -82,6 +80,7 @@ PARALLEL_OPTIONS = {"comprehension": False, "reduction": False, "inplace_binop":
 
 CALL_LOCK = threading.Lock()   # serialises parallel calls on a thread-unsafe layer (workqueue)
 _LAYER: dict = {"name": None, "serialise": None}
+_LAYER_LOCK = threading.Lock()   # plans run outside the backend's lock: choose the layer once
 
 
 def check_parallel(value, what: str = "parallel"):
@@ -291,6 +290,13 @@ def ensure_threading_layer() -> bool:
     returns whether parallel calls must be serialised (cached per process)."""
     if _LAYER["serialise"] is not None:
         return _LAYER["serialise"]
+    with _LAYER_LOCK:
+        if _LAYER["serialise"] is None:
+            _choose_layer()
+    return _LAYER["serialise"]
+
+
+def _choose_layer() -> None:
     import numba
     from numba.np.ufunc import parallel as nbp
 
@@ -304,24 +310,6 @@ def ensure_threading_layer() -> bool:
         nbp._launch_threads()
     name = numba.threading_layer()
     _LAYER["name"], _LAYER["serialise"] = name, name == "workqueue"
-    return _LAYER["serialise"]
-
-
-@contextlib.contextmanager
-def quiet(parallel: bool):
-    """A context for compiling a module with parallel functions: numba compiles
-    the array expressions in them as subroutines with the same options and
-    warns, for each, that it found nothing to run in parallel (true, and not
-    the user's concern). Other warnings pass."""
-    if not parallel:
-        yield
-        return
-    from numba.core.errors import NumbaPerformanceWarning
-
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"(?s).*no transformation for parallel execution was possible",
-                                category=NumbaPerformanceWarning)
-        yield
 
 
 def threading_layer() -> str | None:
