@@ -287,7 +287,8 @@ class jit(_Boundary):
             if st.runner is None:
                 with STAGING_LOCK:
                     if st.runner is None:
-                        st.runner = _runner(self.backend, st.prog, self.parallel)
+                        st.runner = (_runner(self.backend, st.prog) if self.parallel is None else
+                                     _runner(self.backend, st.prog, parallel=self.parallel))
             run, out_tree, dts = st.runner, st.out_tree, st.out_dtypes
             if fast is not None:
                 self._fast[fast] = (run, out_tree, dts)
@@ -375,8 +376,7 @@ def grad(fun, argnums=0, backend: str | None = None, checkpoint="store", paralle
 
     `checkpoint` picks the reverse-mode strategy: "store" (the default: calls
     of recursive functions in split mode, linear time) or `pb.Joint()`
-    (re-execute callees: least memory). See `pullback.checkpointing`.
-    `parallel`: see the module docstring (every transformation takes it)."""
+    (re-execute callees: least memory). See `pullback.checkpointing`. `parallel`: the module docstring's."""
     argnums = _prepare(fun, "grad", backend, argnums, parallel=parallel)
     cp = checkpointing.parse(checkpoint, "grad")
     return _cached(fun, ("grad", argnums, backend, cp, parallel), lambda: _Transformed(
