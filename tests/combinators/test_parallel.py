@@ -355,6 +355,7 @@ def test_a_forked_child_runs_parallel_code(_compiled, tmp_path):
 
 def test_parallel_false_and_the_environment_compile_sequential_code(monkeypatch, tmp_path):
     monkeypatch.setenv("PULLBACK_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PULLBACK_VECTORIZE", "0")   # the map stays a loop (else it is whole-array code)
 
     def tiny(xs):
         return pb.map(lambda x: x * 2.0 + 1.0, xs)

@@ -80,6 +80,17 @@ def _emit(prog: Prog, name_hints: bool = True, metered: bool = False):
     return _emit_par(prog, name_hints, metered)[:2]
 
 
+def _vectorize(prog: Prog, setting, metered: bool) -> Prog:
+    """Maps as whole-array code and contractions as BLAS `matmul` (`passes.vectorize`),
+    except the maps that run in parallel (`numba_parallel.plan`): those stay
+    `prange` loops, with their bodies vectorised (note [vectorize])."""
+    from ..passes.vectorize import vectorize
+    from .numba_dialect import cycle_edges
+
+    keep = frozenset() if metered else frozenset(numba_parallel.plan(prog, setting, cycle_edges(prog)).maps)
+    return vectorize(prog, keep)
+
+
 def _emit_par(prog: Prog, name_hints: bool = True, metered: bool = False, parallel: bool | None = False):
     """`_emit`'s pair and whether a function of the module runs a map in
     parallel; `parallel`: the effective setting (`numba_parallel.setting`)."""
@@ -329,7 +340,9 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
     from ..passes.inline import inline_small
 
     prog = inline_small(prog)
-    src, consts, par = _emit_par(prog, metered=metered, parallel=numba_parallel.setting(parallel))
+    setting = numba_parallel.setting(parallel)
+    prog = _vectorize(prog, setting, metered)
+    src, consts, par = _emit_par(prog, metered=metered, parallel=setting)
     with _LOCK:
         serialise = numba_parallel.ensure_threading_layer() if par else False
         unit = _load_module(prog, fname, src)

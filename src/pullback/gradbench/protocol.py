@@ -294,6 +294,8 @@ def main(argv=None):
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.backend:
         os.environ["PULLBACK_GRADBENCH_BACKEND"] = args.backend
+    # single-core timings, as GradBench's other tools (issue 12): no parallel maps unless asked for
+    os.environ.setdefault("PULLBACK_PARALLEL", "0")
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print must not corrupt the reply stream
     try:

@@ -48,8 +48,10 @@ def enabled() -> bool:
     return os.environ.get("PULLBACK_VECTORIZE", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
-def vectorize(prog: Prog) -> Prog:
-    """`prog` with its maps vectorised where that is possible and pays (module docstring)."""
+def vectorize(prog: Prog, keep=frozenset()) -> Prog:
+    """`prog` with its maps vectorised where that is possible and pays (module docstring).
+    `keep`: ids of map statements that stay maps themselves (the numba backend's
+    parallel maps); their bodies are still vectorised."""
     if not enabled():
         return prog
     graph = call_graph(prog)
@@ -57,7 +59,7 @@ def vectorize(prog: Prog) -> Prog:
     recursive = {f.name for f in prog.funcs if _recursive(f.name, graph)}
     out = []
     for f in prog.funcs:
-        ctx = _Ctx(NameSupply(all_names(f)), funcs, recursive)
+        ctx = _Ctx(NameSupply(all_names(f)), funcs, recursive, keep)
         body = _body(f.body, ctx)
         body = contract_body(body, ctx.supply)
         out.append(f if body is f.body else dataclasses.replace(f, body=body))
@@ -71,6 +73,7 @@ class _Ctx:
     supply: NameSupply
     funcs: dict
     recursive: set
+    keep: frozenset = frozenset()
 
 
 def _recursive(name: str, graph: dict) -> bool:
@@ -97,7 +100,7 @@ def _body(body: Body, ctx: _Ctx) -> Body:
             if lam_body is not e.lam.body:
                 e = dataclasses.replace(e, lam=dataclasses.replace(e.lam, body=lam_body))
                 changed = True
-            new = _vectorize_map(Let(st.pat, e, st.loc), ctx)
+            new = None if id(st) in ctx.keep else _vectorize_map(Let(st.pat, e, st.loc), ctx)
             if new is not None:
                 new_stmts, results = new
                 stmts.extend(new_stmts)
