@@ -152,7 +152,7 @@ class Batcher:
 
     # -- accumulators ------------------------------------------------------------
     def acc_op(self, st: Let, e: Prim) -> None:
-        b, n = self.b, self.n
+        b = self.b
         op = e.op
         if op == "add":
             accs = [a for a in e.args if isinstance(a, Var) and a in self.acc]

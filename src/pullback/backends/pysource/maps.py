@@ -31,7 +31,6 @@ from .text import _NP_DTYPE, _shape_lit
 def emit_map(fe, st, depth: int) -> None:
     e: Map = st.exp
     k = e.n_out
-    body = e.lam.body
     n = int(e.width.value)
     dialect = fe.mod.dialect
     parallel = dialect is not None and getattr(dialect, "parallel_map", None) is not None \
