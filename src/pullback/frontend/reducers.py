@@ -170,15 +170,19 @@ def _index(b, x, j, name="x"):
 
 # -- reduce -------------------------------------------------------------------------------
 
+def _operands(st, op, ne, xs, what):
+    """(arrays, element types, neutral atoms, the staged operator, length) of a reduce or scan."""
+    xs = _arrays(st, xs, what, st.loc)
+    types = _elem_types(xs)
+    nes = _neutral(st, ne, types, what, st.loc)
+    return xs, types, nes, stage_op(st, op, types, what, st.loc), xs[0].type.shape[0]
+
+
 def stage_reduce(st, op, ne, xs, what="pb.reduce"):
     loc = st.loc
     b = st.b
-    xs = _arrays(st, xs, what, loc)
-    types = _elem_types(xs)
+    xs, types, nes, o, n = _operands(st, op, ne, xs, what)
     k = len(xs)
-    nes = _neutral(st, ne, types, what, loc)
-    o = stage_op(st, op, types, what, loc)
-    n = xs[0].type.shape[0]
     if n == 0:
         return _pack(b, [Traced(a) for a in nes], k)
     if o.named is not None and types[0].dtype in ("f64", "f32", "i64"):
@@ -218,12 +222,8 @@ def _reduce_named(b, named, ne, x):
 def stage_scan(st, op, ne, xs, what="pb.associative_scan"):
     loc = st.loc
     b = st.b
-    xs = _arrays(st, xs, what, loc)
-    types = _elem_types(xs)
+    xs, types, nes, o, n = _operands(st, op, ne, xs, what)
     k = len(xs)
-    nes = _neutral(st, ne, types, what, loc)
-    o = stage_op(st, op, types, what, loc)
-    n = xs[0].type.shape[0]
     zeros = [b.emit("full", Const(0, TensorType(x.type.dtype)), shape=tuple(x.type.shape), name="scan")
              for x in xs]
     if n == 0:

@@ -38,6 +38,7 @@ from ..ir.traverse import all_names, call_graph, dce, free_vars, map_exp, rename
 from ..ir.types import TensorType
 from .batching import Bail, Batcher
 from .contract import contract_body
+from .inline import _recursive
 
 FACTOR = 4          # a batched intermediate may hold this many times the map's inputs + outputs
 FLOOR = 1 << 16     # ... or this many elements, whichever is more
@@ -74,18 +75,6 @@ class _Ctx:
     funcs: dict
     recursive: set
     keep: frozenset = frozenset()
-
-
-def _recursive(name: str, graph: dict) -> bool:
-    seen, todo = set(), list(graph.get(name, ()))
-    while todo:
-        g = todo.pop()
-        if g == name:
-            return True
-        if g not in seen:
-            seen.add(g)
-            todo.extend(graph.get(g, ()))
-    return False
 
 
 def _body(body: Body, ctx: _Ctx) -> Body:
