@@ -262,6 +262,24 @@ def _in_range(b, idx, n):
     return valid, safe
 
 
+def _hist_add_map(b, bins, at, vals):
+    """`+`-hist as a map over the values that adds each into its bin: an accumulator
+    (ir.core.Map), so numba may run it on all cores with private partial bins, and
+    the other backends run it as a scatter-add (`passes.vectorize`: `take_add`).
+    Its adjoint is the map of gathers, O(m) (`passes.vjp.map_`)."""
+    from ..ir.core import Lambda, Map
+
+    sb = b.child()
+    j = sb.fresh("j", I64)
+    i = sb.fresh("i", I64)
+    v = sb.fresh("v", TensorType(vals.type.dtype, vals.type.shape[1:]))
+    acc = sb.fresh("bins", bins.type)
+    new = sb.emit("index_update", acc, v, i, spec=(("d",),), mode="add", name="bins")
+    out = b.fresh("hist", bins.type)
+    b.let((out,), Map(Const(vals.type.shape[0], I64), (at, vals), (bins,), Lambda((j, i, v, acc), sb.body([new]))))
+    return out
+
+
 def stage_hist(st, op, ne, num_bins, indices, values, what="pb.hist"):
     from . import ops
 
@@ -291,7 +309,7 @@ def stage_hist(st, op, ne, num_bins, indices, values, what="pb.hist"):
         keep = valid if not rest else b.emit("broadcast_to", b.emit("reshape", valid, shape=(m,) + (1,) * len(rest)),
                                              shape=tuple(x.type.shape), name="valid")
         v = b.emit("where", keep, x, Const(0, TensorType(x.type.dtype)), name="vals")
-        return Traced(b.emit("take_add", bins[0], safe, v, axis=0, name="hist"))
+        return Traced(_hist_add_map(b, bins[0], safe, v))
     sb = b.child()
     j = sb.fresh("j", I64)
     outs = [sb.fresh("bins", a.type) for a in bins]

@@ -167,10 +167,10 @@ class Map:
     statement binds the results stacked into arrays of leading dimension
     `width`, then the final accumulators.
 
-    Accumulators are made only by reverse mode: the body may change one only
-    by adding to it (`add`, `index_update` with mode "add", `take_add`), so
-    the iterations may run in any order, or in parallel on private partial
-    sums that are added at the end.
+    Accumulators are made by reverse mode and by `pb.hist` with `+`: the body
+    may change one only by adding to it (`add`, `index_update` with mode
+    "add", `take_add`), so the iterations may run in any order, or in parallel
+    on private partial sums that are added at the end.
     """
 
     width: Atom
