@@ -83,11 +83,18 @@ def _emit(prog: Prog, name_hints: bool = True, metered: bool = False):
 def _vectorize(prog: Prog, setting, metered: bool) -> Prog:
     """Maps as whole-array code and contractions as BLAS `matmul` (`passes.vectorize`),
     except the maps that run in parallel (`numba_parallel.plan`): those stay
-    `prange` loops, with their bodies vectorised (note [vectorize])."""
-    from ..passes.vectorize import vectorize
+    `prange` loops, with their bodies vectorised (note [vectorize]). With the
+    automatic setting (None), a parallel candidate that vectorises into BLAS
+    is vectorised instead."""
+    from ..passes.vectorize import becomes_blas, vectorize
     from .numba_dialect import cycle_edges
 
-    keep = frozenset() if metered else frozenset(numba_parallel.plan(prog, setting, cycle_edges(prog)).maps)
+    if metered:
+        return vectorize(prog)
+    par = numba_parallel.plan(prog, setting, cycle_edges(prog)).maps
+    # automatic: a map that vectorises into BLAS contractions (a product written as
+    # nested maps) is faster as one BLAS call than as iterations on several cores
+    keep = frozenset(k for k, st in par.items() if setting is not None or not becomes_blas(prog, st))
     return vectorize(prog, keep)
 
 

@@ -69,6 +69,23 @@ def vectorize(prog: Prog, keep=frozenset()) -> Prog:
     return prog.with_funcs(out)
 
 
+def becomes_blas(prog: Prog, st: Let) -> bool:
+    """Whether the map statement `st` of `prog` vectorises into code with a
+    `matmul` (a contraction run by BLAS): the numba backend then prefers that to
+    running the map's iterations on several cores (note [numba-parallel])."""
+    if not enabled():
+        return False
+    graph = call_graph(prog)
+    ctx = _Ctx(NameSupply(all_names(prog)), {f.name: f for f in prog.funcs},
+               {f.name for f in prog.funcs if _recursive(f.name, graph)})
+    e = st.exp
+    inner = _body(e.lam.body, ctx)
+    if inner is not e.lam.body:
+        st = Let(st.pat, dataclasses.replace(e, lam=dataclasses.replace(e.lam, body=inner)), st.loc)
+    new = _vectorize_map(st, ctx)
+    return new is not None and any(isinstance(s.exp, Prim) and s.exp.op == "matmul" for s in new[0])
+
+
 @dataclasses.dataclass
 class _Ctx:
     supply: NameSupply
