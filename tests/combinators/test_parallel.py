@@ -398,3 +398,31 @@ def test_fresh_process_with_numba_num_threads(tmp_path, threads):
     assert p.stdout.split()[0] == str(threads)
     want = pb.grad(model, argnums=(0, 1, 2), backend="interp")(*ARGS)
     np.testing.assert_allclose(np.load(out), np.concatenate([np.ravel(a) for a in want]), rtol=1e-12, atol=1e-12)
+
+
+def _nested_product(A, BT):
+    C = pb.map(lambda a: pb.map(lambda b: pb.reduce(pb.add, 0.0, a * b), BT), A)
+    return 0.5 * np.sum(C * C)
+
+
+def test_automatic_setting_prefers_blas_to_cores_for_contractions():
+    """parallel=None: a map that vectorises into a matmul is vectorised; parallel=True
+    keeps it a parallel map (as asked); an elementwise map stays parallel either way."""
+    from pullback.backends.numba_backend import _vectorize
+    from pullback.ir.core import Map, Prim
+    from pullback.ir.traverse import iter_lets
+    from pullback.passes.inline import inline_small
+
+    def kinds(prog):
+        lets = [s for f in prog.funcs for s in iter_lets(f.body)]
+        return ({s.exp.op for s in lets if isinstance(s.exp, Prim)}, any(isinstance(s.exp, Map) for s in lets))
+
+    A = np.linspace(0.0, 1.0, 64 * 64).reshape(64, 64)
+    prog = inline_small(pb.grad(_nested_product, argnums=(0, 1))._jit.staged(A, A.T.copy()).prog)
+    ops, maps = kinds(_vectorize(prog, None, False))
+    assert "matmul" in ops and not maps
+    ops, maps = kinds(_vectorize(prog, True, False))
+    assert maps
+    x = np.linspace(0.0, 1.0, 100000 * 8).reshape(100000, 8)   # large for any threading layer
+    prog = inline_small(pb.grad(lambda x: np.sum(pb.map(lambda r: np.sin(r) * r, x)))._jit.staged(x).prog)
+    assert kinds(_vectorize(prog, None, False))[1]
