@@ -18,21 +18,25 @@ from .passes.vjp import vjp_prog
 from .passes.vjp.custom import opaque
 from .pytree import TreeDef, unflatten
 
-def _derive(ctx, kind: str, fname: str, checkpoint=None) -> str:
+def _derive(ctx, kind: str, fname: str, checkpoint=None, active=None) -> str:
     """The derived function (`kind` "vjp" or "jvp") of `fname`; reverse mode under the
-    `checkpoint` strategy (a `pullback.checkpointing.Strategy`, default "store")."""
+    `checkpoint` strategy (a `pullback.checkpointing.Strategy`, default "store");
+    forward mode with tangent parameters for the float parameters `active` marks
+    (None: all; `passes.jvp.jvp_prog`)."""
     from .checkpointing import DEFAULT
 
     memo = ctx.memo.setdefault("derived", {})
     checkpoint = checkpoint or DEFAULT
-    key = (kind, fname, checkpoint if kind == "vjp" else None)
+    if active is not None and all(active):
+        active = None
+    key = (kind, fname, checkpoint if kind == "vjp" else None, active)
     if key not in memo:
         # the passes call custom functions' rules and never read their bodies (note [custom-rules])
         prog = opaque(Prog(tuple(ctx.funcs()), fname))
         if kind == "vjp":
             new, name = vjp_prog(prog, fname, fresh=ctx.fresh_func_name, checkpoint=checkpoint)
         else:
-            new, name = jvp_prog(prog, fname, fresh=ctx.fresh_func_name)
+            new, name = jvp_prog(prog, fname, fresh=ctx.fresh_func_name, active=active)
         have = {f.name for f in ctx.funcs()}
         for f in new.funcs:
             if f.name not in have:
@@ -148,10 +152,12 @@ def jvp(ctx, fun, primals, tangents):
     if t_tree != in_tree:
         raise PullbackError(f"jvp: tangents have structure {t_tree}, primals have {in_tree}", loc=_where(ctx),
                             hint="pass one tangent per primal, with the same structure")
-    targs = []
+    targs, active = [], []
     for p, t in zip(leaves, tleaves + [None] * (len(leaves) - len(tleaves))):
+        if p.type.is_float:
+            active.append(t is not None)
         if p.type.is_float and t is None:  # a captured value (note [closures]): not perturbed here
-            targs.append(ctx.builder.zeros(p.type))
+            continue
         elif p.type.is_float:
             if tuple(t.type.shape) != tuple(p.type.shape):
                 raise PullbackError(f"jvp: tangent shape {t.type.shape} differs from primal shape {p.type.shape}",
@@ -159,7 +165,7 @@ def jvp(ctx, fun, primals, tangents):
             if t.type.dtype != p.type.dtype:
                 t = ctx.builder.emit("cast", t, dtype=p.type.dtype, name="tangent")
             targs.append(t)
-    jname = _derive(ctx, "jvp", fname)
+    jname = _derive(ctx, "jvp", fname, active=tuple(active))
     fo = [i for i, t in enumerate(ret_types) if t.is_float]
     outs = ctx.apply(jname, list(leaves) + targs, ret_types + [ret_types[i] for i in fo])
     prim = list(outs[:len(ret_types)])
@@ -285,15 +291,11 @@ def jacobian(ctx, fun, args, argnums, mode, checkpoint=None):
         outs = _apply(sb, vname, list(leaves) + [e], ret_types + [leaves[k].type for k in fl])
         row = outs[len(ret_types) + fl.index(lo)]
     else:
-        jname = _derive(ctx, "jvp", fname)
-        targs = []
-        for k in fl:
-            if k == lo:
-                e = sb.index_update(sb.zeros(TensorType(xt.dtype, (ncol,))), Const(1.0, TensorType(xt.dtype)), i,
-                                    spec=(("d",),), mode="set", name="basis")
-                targs.append(sb.reshape(e, shape=tuple(xt.shape), name="basis"))
-            else:
-                targs.append(sb.zeros(leaves[k].type))
+        # only x's tangent is nonzero: the other arguments get no tangent parameter
+        jname = _derive(ctx, "jvp", fname, active=tuple(k == lo for k in fl))
+        e = sb.index_update(sb.zeros(TensorType(xt.dtype, (ncol,))), Const(1.0, TensorType(xt.dtype)), i,
+                            spec=(("d",),), mode="set", name="basis")
+        targs = [sb.reshape(e, shape=tuple(xt.shape), name="basis")]
         fo = [k for k, t in enumerate(ret_types) if t.is_float]
         outs = _apply(sb, jname, list(leaves) + targs, ret_types + [ret_types[k] for k in fo])
         row = outs[len(ret_types)]

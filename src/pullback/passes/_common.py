@@ -65,15 +65,18 @@ class DerivedNames:
         new, _ = self.get(name)
         return new
 
-    def get(self, name: str):
-        """(derived name, True if it was just made and must be built now)."""
-        if name in self.done:
-            return self.done[name], False
+    def get(self, name: str, variant=None):
+        """(derived name, True if it was just made and must be built now). A
+        `variant` (hashable; None: the plain one) names another derived function
+        of the same source function (forward mode's per-activity specialisations)."""
+        key = name if variant is None else (name, variant)
+        if key in self.done:
+            return self.done[key], False
         new = self.suffix_fn(name)
         if self.fresh is not None:
             new = self.fresh(new)
         while new in self.taken:
             new += "_"
         self.taken.add(new)
-        self.done[name] = new
+        self.done[key] = new
         return new, True

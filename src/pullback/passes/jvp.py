@@ -1,7 +1,11 @@
 """Forward mode: `jvp_prog(prog, fname) -> (prog', "f_jvp")`.
 
 Contract: ``f_jvp(params..., t_p for each float param p) -> (results...,
-t_r for each float result r)``. Each primal statement is kept and followed by
+t_r for each float result r)``. Calls inside the program use specialisations
+by activity: a callee called with arguments whose tangents are symbolic zeros
+gets a variant ``g_jvp(params..., t_p for each float param p with a nonzero
+tangent)``, so an argument that is not differentiated is never materialised
+as a zero array and multiplied through (issue 13). Each primal statement is kept and followed by
 its tangent statements (Tapenade's tangent mode); ifs and loops carry tangents
 alongside their primal values; a call of ``g`` becomes a call of ``g_jvp``.
 Tangents are symbolic zeros (None) until something makes them nonzero, so code
@@ -22,10 +26,14 @@ from ..ir.prims import TABLE
 from ._common import DerivedNames, differentiable, run_rule, zero_of
 
 
-def jvp_prog(prog: Prog, fname: str | None = None, fresh=None) -> tuple[Prog, str]:
-    """`fresh(hint) -> name`, if given, names the derived functions."""
+def jvp_prog(prog: Prog, fname: str | None = None, fresh=None, active: tuple | None = None) -> tuple[Prog, str]:
+    """`fresh(hint) -> name`, if given, names the derived functions. `active`
+    (one bool per float parameter of `fname`; None: all) gives the derived
+    function tangent parameters for the active ones only: the others are zero."""
     t = _JVP(prog, fresh)
-    name = t.func(fname or prog.entry)
+    if active is not None and all(active):
+        active = None
+    name = t.func(fname or prog.entry, active)
     from .simplify import simplify_func
 
     out = prog.with_funcs(list(prog.funcs) + [simplify_func(f) for f in t.new_funcs])
@@ -52,7 +60,9 @@ class _JVP:
         self.names = DerivedNames(prog, names.jvp_func, fresh)
         self.new_funcs: list[Func] = []
 
-    def func(self, name: str) -> str:
+    def func(self, name: str, active: tuple | None = None) -> str:
+        """The jvp of `name`; `active` (one bool per float parameter, None: all)
+        picks the parameters that take a tangent, the others' being zero."""
         f = self.prog.func(name)
         if f.rules and not f.rule("remat"):  # pb.checkpoint: the body is differentiated as usual
             rule = f.rule("jvp")
@@ -63,7 +73,7 @@ class _JVP:
                     hint="define it with pb.custom_jvp (its rule serves both modes), or use reverse mode "
                          "(pb.grad, pb.vjp, jacobian(mode='rev'))")
             return rule
-        new, build = self.names.get(name)
+        new, build = self.names.get(name, active)
         if not build:
             return new
         from ..ir.traverse import all_names
@@ -71,8 +81,9 @@ class _JVP:
         b = Builder(NameSupply(all_names(f)))
         tmap: dict[Var, object] = {}
         tparams = []
+        flags = iter(active) if active is not None else None
         for p in f.params:
-            if differentiable(p.type):
+            if differentiable(p.type) and (flags is None or next(flags)):
                 tp = b.fresh(names.tangent(p.name), p.type)
                 tparams.append(tp)
                 tmap[p] = tp
@@ -129,12 +140,17 @@ class _JVP:
         if all(t is None for t in tans):
             b.stmts.append(st)
             return
+        fl = [t for p, t in zip(callee.params, tans) if differentiable(p.type)]
+        active = tuple(t is not None for t in fl)
+        if all(active) or (callee.rules and not callee.rule("remat")):
+            active = None   # the plain jvp (a user's rule has the full contract)
         try:
-            jname = self.func(e.func)
+            jname = self.func(e.func, active)
         except PullbackError as err:
             raise err.with_loc(st.loc) from None
         targs = [t if t is not None else zero_of(b, a, names.tangent(getattr(a, "name", "c")))
-                 for a, p, t in zip(e.args, callee.params, tans) if differentiable(p.type)]
+                 for a, p, t in zip(e.args, callee.params, tans)
+                 if differentiable(p.type) and (active is None or t is not None)]
         touts = [b.fresh(names.tangent(v.name), v.type) for v in st.pat if differentiable(v.type)]
         b.let(tuple(st.pat) + tuple(touts), Apply(jname, tuple(e.args) + tuple(targs)), st.loc)
         it = iter(touts)
