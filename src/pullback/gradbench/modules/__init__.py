@@ -1,7 +1,12 @@
-"""One module per GradBench benchmark (see `pullback.gradbench`)."""
-import importlib
+"""One module per GradBench benchmark (see `pullback.gradbench`).
 
-NAMES = ("lse", "llsq", "ode", "det", "kmeans", "gmm", "lstm")
+Contract: `NAMES` lists every module of this package (each `<name>.py` here
+defines SCHEMA, prepare() and FUNCTIONS); `load(name)` imports one of them by
+name and raises LookupError for any other name."""
+import importlib
+import pathlib
+
+NAMES = tuple(sorted(p.stem for p in pathlib.Path(__file__).parent.glob("*.py") if not p.stem.startswith("_")))
 
 
 def load(name):
