@@ -396,28 +396,34 @@ def value_and_grad(fun, argnums=0, backend: str | None = None, checkpoint="store
 
 @_api
 def jacobian(fun, argnums=0, mode: str = "rev", backend: str | None = None, checkpoint="store",
-             parallel: bool | None = None):
+             parallel: bool | None = None, sparsity=None):
     """Jacobian of `fun` w.r.t. one argument, shape `out.shape + x.shape`; with a
     tuple of argnums, a tuple of Jacobians (as JAX). `checkpoint` applies to
-    mode="rev" (see `grad`)."""
+    mode="rev" (see `grad`). `sparsity` (a boolean pattern, a scipy.sparse
+    matrix, or "auto"): a `scipy.sparse.csr_array` computed with one jvp/vjp per
+    colour (`pullback.sparsity`)."""
     argnums = _prepare(fun, "jacobian", backend, argnums, parallel=parallel)
     if mode not in ("rev", "fwd"):
         raise PullbackError(f"jacobian mode must be 'rev' or 'fwd', got {short_repr(mode)}",
                             hint="mode='rev' (one vjp per output element) or mode='fwd' (one jvp per input element)")
     cp = checkpointing.parse(checkpoint, "jacobian")
+    if sparsity is not None:
+        from .sparsity import sparse_jacobian
+
+        return sparse_jacobian(fun, argnums, mode, backend, cp, parallel, sparsity)
     return _cached(fun, ("jacobian", argnums, mode, backend, cp, parallel), lambda: _Transformed(
         lambda ctx, f, a: transforms.jacobian(ctx, f, a, argnums, mode, checkpoint=cp), fun, backend,
         _name(fun, "jacobian"), parallel))
 
 
-def jacrev(fun, argnums=0, backend=None, checkpoint="store", parallel=None):
+def jacrev(fun, argnums=0, backend=None, checkpoint="store", parallel=None, sparsity=None):
     """`jacobian(fun, argnums, mode="rev")`."""
-    return jacobian(fun, argnums, "rev", backend, checkpoint, parallel=parallel)
+    return jacobian(fun, argnums, "rev", backend, checkpoint, parallel=parallel, sparsity=sparsity)
 
 
-def jacfwd(fun, argnums=0, backend=None, parallel=None):
+def jacfwd(fun, argnums=0, backend=None, parallel=None, sparsity=None):
     """`jacobian(fun, argnums, mode="fwd")`."""
-    return jacobian(fun, argnums, "fwd", backend, parallel=parallel)
+    return jacobian(fun, argnums, "fwd", backend, parallel=parallel, sparsity=sparsity)
 
 
 @_api
