@@ -46,6 +46,7 @@ import threading
 import time
 import traceback
 import types
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -219,21 +220,25 @@ class _Unit:
         return disp
 
 
-def _load_module(prog: Prog, fname: str | None, src: str) -> _Unit:
-    """The module for `src`, loaded once per process (call with `_LOCK` held)."""
+def _module_hash(prog: Prog, f, src: str) -> str:
+    """The cache entry's name: a hash of the printed IR, the entry's signature,
+    the source and the versions."""
     from ..ir.printer import print_prog, print_type
 
-    f = prog.func(fname or prog.entry)
     sig = ",".join(print_type(p.type) for p in f.params)
     import numba
 
-    h = hashlib.sha256("\n".join([_VERSION, numba.__version__, np.__version__, print_prog(prog),
-                                  f.name, sig, src]).encode()).hexdigest()[:24]
+    return hashlib.sha256("\n".join([_VERSION, numba.__version__, np.__version__, print_prog(prog),
+                                      f.name, sig, src]).encode()).hexdigest()[:24]
+
+
+def _load_unit(h: str, src: str, cache: bool) -> _Unit:
+    """The module `src` (entry `pb_<h>`), loaded once per process (call with `_LOCK`
+    held). `cache`: whether numba's disk cache may be used (not for mutual recursion)."""
     modname = f"pullback_numba_{h}"
     unit = _UNITS.get(modname)
     if unit is not None:
         return unit
-    mutual = _mutual_recursion(prog)
     d = numba_cache.module_dir()
     while True:
         _make_numba_dir(d)
@@ -250,7 +255,7 @@ def _load_module(prog: Prog, fname: str | None, src: str) -> _Unit:
                 continue
             if why:
                 numba_cache.warn(f"cached {why}; rewrote it and recompiling")
-            unit = _Unit(entry, modname, cache=not mutual)
+            unit = _Unit(entry, modname, cache=cache)
             if why and unit.cache:
                 entry.discard(unit.ndir)
         break
@@ -276,7 +281,7 @@ def _make_numba_dir(d: str) -> None:
         pass  # numba then picks another place, vetted in _Unit._exec
 
 
-def _numba_error(err, path: str, src: str, prog: Prog) -> PullbackError:
+def _numba_error(err, path: str, src: str, entry_name: str) -> PullbackError:
     lines = src.splitlines()
     hits = [int(m) for m in re.findall(re.escape(os.path.basename(path)) + r'", line (\d+)', str(err))]
     where, prim, func = "", None, None
@@ -298,18 +303,86 @@ def _numba_error(err, path: str, src: str, prog: Prog) -> PullbackError:
                                                    "Cannot unify", "Use of unsupported", "Cannot determine"))),
                   msg[0] if msg else "")
     return PullbackError(
-        f"numba cannot compile {what} in function '{func or prog.entry}'{where} ({type(err).__name__}: {detail})",
+        f"numba cannot compile {what} in function '{func or entry_name}'{where} ({type(err).__name__}: {detail})",
         hint=f"use backend='pysource' for this program; generated source: {path}")
 
 
-def _out_fn(t):
-    """Converts one result of numba code to the interpreter's value for type `t`."""
-    if not isinstance(t, TensorType):
+def _out_fn(dt):
+    """Converts one result of numba code to the interpreter's value; `dt`: the
+    result's `(NumPy dtype, is_array)`, or None (not a tensor)."""
+    if dt is None:
         return lambda r: r
-    dt = ps._np_dtype(t.dtype)
-    if t.shape:
+    dt, is_array = dt
+    if is_array:
         return lambda r: r if isinstance(r, np.ndarray) and r.dtype == dt else np.asarray(r, dtype=dt)
     return lambda r: np.asarray(r, dtype=dt)[()]
+
+
+@dataclass
+class Spec:
+    """Everything a compiled entry needs besides the program: the warm cache
+    (`warm_cache`) stores it, so that a new process runs it without staging.
+    `params`/`rets`: `(NumPy dtype, is_array)` or None per parameter/result."""
+    src: str
+    h: str                # the module's cache name pb_<h>
+    cache: bool           # numba's disk cache used (no mutual recursion)
+    dname: str            # the entry's Python name in the module
+    name: str             # the entry's IR name (messages)
+    params: list
+    rets: list
+    consts: object        # checks.ModuleArgs
+    par: bool             # some map runs in parallel
+
+
+_BLAS_DEFERRED = [False]
+_BLAS_USE = re.compile(r"np\.(matmul|dot|vdot|inner|linalg|convolve|correlate|cov|corrcoef)\b|\s@\s")
+
+
+def defer_blas_check() -> None:
+    """Load numba's array registries without importing SciPy's BLAS (note [warm-start]).
+
+    `numba.np.arraymath`, which numba imports when it first compiles or loads a
+    function, calls `numba.np.linalg.ensure_blas()` at import: that imports
+    `scipy.linalg` (0.1-0.2 s) only to learn whether BLAS exists. Here it is
+    imported with a cheap stand-in (is SciPy installed?) and the real check is
+    put back; `ensure_blas_for(src)` runs the real one before a module that uses
+    BLAS is loaded, and numba calls it itself whenever it compiles a BLAS call.
+    Call with `_LOCK` held."""
+    if _BLAS_DEFERRED[0]:
+        return
+    _BLAS_DEFERRED[0] = True
+    if "numba.np.arraymath" in sys.modules:
+        return
+    import importlib.util
+
+    from numba.np import linalg
+
+    real = linalg.ensure_blas
+
+    def installed():
+        if importlib.util.find_spec("scipy") is None:
+            raise ImportError("scipy 0.16+ is required for linear algebra")
+
+    linalg.ensure_blas = installed
+    try:
+        import numba.np.arraymath as am
+    finally:
+        linalg.ensure_blas = real
+    if getattr(am, "ensure_blas", None) is installed:
+        am.ensure_blas = real
+
+
+def ensure_blas_for(src: str) -> None:
+    """numba's own BLAS check (SciPy's BLAS importable, with the integer width numba
+    was built for) when the module `src` may call BLAS: loading it from numba's
+    cache does not type it, so numba would not check."""
+    if _BLAS_USE.search(src):
+        from numba.np.linalg import ensure_blas
+
+        try:
+            ensure_blas()
+        except ImportError:
+            pass  # compiling (or calling) the BLAS code reports it, as before
 
 
 _MALLOC_TUNED = [False]
@@ -339,10 +412,7 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
     their bytes into the calling thread's `checks.metering_array`. `parallel`:
     True, False or None (automatic), as `numba_parallel.setting` resolves it
     (note [numba-parallel]); the callable's `parallel` says whether any map
-    of it runs in parallel."""
-    import numba
-    from numba.core import errors as nberr
-
+    of it runs in parallel, its `spec` what `from_spec` needs to rebuild it."""
     tune_malloc()
     from ..passes.inline import inline_small
 
@@ -350,16 +420,32 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
     setting = numba_parallel.setting(parallel)
     prog = _vectorize(prog, setting, metered)
     src, consts, par = _emit_par(prog, metered=metered, parallel=setting)
-    with _LOCK:
-        serialise = numba_parallel.ensure_threading_layer() if par else False
-        unit = _load_module(prog, fname, src)
-    path = unit.entry.path
     f = prog.func(fname or prog.entry)
-    dname = ps._Module(prog, True).fnames[f.name]
+    spec = Spec(src, _module_hash(prog, f, src), not _mutual_recursion(prog), ps._Module(prog, True).fnames[f.name],
+                f.name, [ps._param_dtype(p.type) for p in f.params], [ps._param_dtype(t) for t in f.ret_types],
+                consts, par)
+    return from_spec(spec)
+
+
+def from_spec(spec: Spec):
+    """The compiled entry `spec` describes (loaded from numba's disk cache when
+    it is there); see `compile_prog`."""
+    import numba
+    from numba.core import errors as nberr
+
+    tune_malloc()
+    src, consts, par = spec.src, spec.consts, spec.par
+    with _LOCK:
+        defer_blas_check()
+        ensure_blas_for(src)
+        serialise = numba_parallel.ensure_threading_layer() if par else False
+        unit = _load_unit(spec.h, src, spec.cache)
+    path = unit.entry.path
+    dname = spec.dname
     disp = getattr(unit.mod, dname)
-    np_types = [ps._param_dtype(p.type) for p in f.params]
-    ret_types = f.ret_types
-    outs = [_out_fn(t) for t in ret_types]
+    np_types = spec.params
+    nparams = len(np_types)
+    outs = [_out_fn(t) for t in spec.rets]
     seen: set = set()
     gen = [unit.generation]
 
@@ -374,16 +460,16 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
         try:
             new = unit.compile(dname, sig)
         except (nberr.TypingError, nberr.UnsupportedError, nberr.LoweringError, nberr.NumbaError) as err:
-            raise _numba_error(err, path, src, prog) from None
+            raise _numba_error(err, path, src, spec.name) from None
         except ImportError as err:  # numba's np.dot/matmul needs SciPy's BLAS
-            raise PullbackError(f"numba could not compile {f.name}: {err}",
+            raise PullbackError(f"numba could not compile {spec.name}: {err}",
                                 hint="install SciPy (numba uses it for matmul/dot), or use backend='pysource'") from None
         except AssertionError as err:
             # an assertion inside numba's own passes (e.g. its array-expression rewrite on
             # some loop-carried arrays: "'x_1' not unique"): numba's limit, not the program's
             if "numba" not in (traceback.extract_tb(err.__traceback__)[-1].filename or ""):
                 raise
-            raise PullbackError(f"numba failed while compiling {f.name} (an internal assertion of numba: {err})",
+            raise PullbackError(f"numba failed while compiling {spec.name} (an internal assertion of numba: {err})",
                                 hint=f"use backend='pysource' for this program; generated source: {path}") from None
         entry.compile_seconds = _LAST["seconds"] = time.perf_counter() - t0
         entry.cache_hit = _LAST["cache_hit"] = new is old and sum(new.stats.cache_hits.values()) > hits0
@@ -394,8 +480,8 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
         seen.add(key)
 
     def entry(*args):
-        if len(args) != len(f.params):
-            raise PullbackError(f"{f.name} takes {len(f.params)} arguments, got {len(args)}")
+        if len(args) != nparams:
+            raise PullbackError(f"{spec.name} takes {nparams} arguments, got {len(args)}")
         args = [ps._coerce(a, dt) for a, dt in zip(args, np_types)]
         args = [a.copy() if isinstance(a, np.ndarray) and not a.flags.writeable else a for a in args]
         key = tuple((a.ndim, a.flags.c_contiguous, a.flags.f_contiguous) if isinstance(a, np.ndarray) else type(a)
@@ -419,7 +505,8 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
     entry.path = path
     entry.compile_seconds = None
     entry.cache_hit = None
-    entry.__name__ = f.name
+    entry.spec = spec
+    entry.__name__ = spec.name
     return entry
 
 
