@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from ..ir.core import Body, Const, Let, Prim, Var
 from ..ir.traverse import free_vars
 from ..ir.types import TensorType
-from . import checks
+from . import checks, numba_gate
 from . import pysource as ps
 from .libcalls import elementwise_ops
 
@@ -170,6 +170,13 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
                     arrays[a] = fe.a(a)
     outs, renames = {}, []
     read = set(arrays.values())
+
+    def inplace_acc(st):
+        acc = fe.own.inplace_add.get(id(st))
+        ok = st.pat[0] in g.keep and acc is not None and acc in arrays and tuple(acc.type.shape) == tuple(g.shape)
+        return acc if ok else None
+
+    gate = numba_gate.plan(g, inplace_acc)  # note [zero-gate]
     sums = {}  # sum result -> the kept axes
     lanes = {}  # full sums -> the name of their partial sums
     for st in g.fused:
@@ -185,8 +192,8 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
                 lanes[v] = fe.fresh(f"{v.name}_lanes")
                 fe.line(depth, f"{lanes[v]} = np.zeros({_LANES}, dtype={dt})")
             continue
-        acc = fe.own.inplace_add.get(id(st))
-        if v in g.keep and acc is not None and acc in arrays and tuple(acc.type.shape) == tuple(g.shape):
+        acc = inplace_acc(st)
+        if acc is not None:
             # `acc + g` with acc owned and dying here: every read of acc in this
             # loop is acc[i...] at the same index, before this write
             outs[v] = arrays[acc]
@@ -198,15 +205,28 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
             if outs[v] in read:  # `y = y + t`: fill a new array, then rebind the name
                 renames.append((outs[v], fe.fresh(f"{v.name}_new")))
                 outs[v] = renames[-1][1]
-            fe.line(depth, f"{outs[v]} = np.empty({ps._shape_lit(g.shape)}, dtype={ps._NP_DTYPE[v.type.dtype]})")
+            alloc = "zeros" if gate else "empty"  # a gate skips zeros: the array holds them already
+            fe.line(depth, f"{outs[v]} = np.{alloc}({ps._shape_lit(g.shape)}, dtype={ps._NP_DTYPE[v.type.dtype]})")
     idx = [fe.fresh(f"i{d}") for d in range(len(g.shape))]
-    for d, (i, n) in enumerate(zip(idx, g.shape)):
-        fe.line(depth + d, f"for {i} in range({int(n)}):")
-    inner = depth + len(g.shape)
     scalars: dict = {}  # fused result -> its scalar name in the loop
+    level = depth
+    for d, (i, n) in enumerate(zip(idx, g.shape)):
+        if gate is not None and d == gate.depth:
+            (a,) = next(st.exp.args for st in g.fused if st.pat[0] is gate.var)
+            scalars[gate.var] = name = fe.fresh(f"{gate.var.name}_k")
+            fe.line(level, f"{name} = {arrays[a]}[{broadcast_index(a, g.shape, idx)}]  # pb:broadcast_to")
+            fe.line(level, f"if {name} != 0:  # zero gate: every contribution below is zero")
+            level += 1
+        fe.line(level, f"for {i} in range({int(n)}):")
+        level += 1
+    inner = level
     for st in g.fused:
         e: Prim = st.exp
         v = st.pat[0]
+        if gate is not None and v is gate.var:  # read before the inner loops
+            if v in outs:
+                fe.line(inner, f"{outs[v]}[{', '.join(idx)}] = {scalars[v]}")
+            continue
         fe.provenance(st, inner)
         args = []
         for a in e.args:

@@ -1,0 +1,147 @@
+"""Zero gates for fused loops: skip the inner iterations of a fused loop nest
+whose every contribution is an exact zero (note [zero-gate]).
+
+Contract:
+- `plan(group) -> Gate | None`. A gate is a fused statement `v =
+  broadcast_to(a)` whose value depends only on the first `depth` loop indices
+  (`depth` < the group's rank), such that every result of the group is exactly
+  zero whenever `v` is zero: each accumulated `sum` adds such a value, and each
+  materialised result is such a value (the emitter then allocates it with
+  zeros, so a skipped element holds the zero it would have computed) or an
+  in-place `acc + z` with `z` such a value (a skipped element keeps `acc`).
+- "Exactly zero when v is zero" (`_zeros`) is proved statement by statement:
+  `v` itself, a zero constant, negation, a float cast or a broadcast of one,
+  sums and differences of two, a `where` of two, a product with a finite
+  non-zero constant, and the strong product of a derivative rule
+  (`where(isnan(a*d) & ((a == 0) | (d == 0)), 0, a*d)`, `ir.prims._util.smul`)
+  with one such factor. A plain product is not one (`0 * inf` is NaN).
+- A group with a run-time check in its loop (integer `//`, `%`, `**`) gets no
+  gate: skipping must not skip an error.
+- Cotangents are such gates: the adjoint of `min`/`max`, of a `where` or of
+  an indexed read is zero in most places, and every adjoint contribution is a
+  strong product with the cotangent, so the reverse sweep skips those places
+  (k-means: the adjoint of the point-to-centroid distances is non-zero for one
+  centroid per point).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir.core import Const, Prim, Var
+
+
+@dataclass(frozen=True)
+class Gate:
+    var: Var       # the fused broadcast_to result tested against zero
+    depth: int     # the number of outer loops it depends on
+
+
+def _is_zero(a) -> bool:
+    return isinstance(a, Const) and not a.type.shape and a.value == 0
+
+
+def _finite_nonzero(a) -> bool:
+    if not isinstance(a, Const) or a.type.shape:
+        return False
+    try:
+        v = complex(a.value)
+    except (TypeError, ValueError):
+        return False
+    return v != 0 and bool(np.isfinite(v))
+
+
+def _gate_depth(st, shape: tuple) -> int | None:
+    """The number of outer loop indices a `broadcast_to` reads its operand with."""
+    (a,) = st.exp.args
+    xs = tuple(a.type.shape)
+    off = len(shape) - len(xs)
+    used = [off + j for j, d in enumerate(xs) if not (d == 1 and shape[off + j] != 1)]
+    return max(used) + 1 if used else 0
+
+
+def _strong_guard(c, r, defs) -> tuple | None:
+    """(a, d) if `c` is `isnan(r) & ((a == 0) | (d == 0))` with `r = a * d`."""
+    rd, cd = defs.get(r), defs.get(c)
+    if rd is None or cd is None or rd.op != "mul" or cd.op != "and":
+        return None
+    a, d = rd.args
+    p, q = cd.args
+    if not (isinstance(p, Var) and defs.get(p) is not None and defs[p].op == "isnan" and defs[p].args[0] == r):
+        p, q = q, p
+    pd, qd = defs.get(p), defs.get(q)
+    if pd is None or pd.op != "isnan" or pd.args[0] != r or qd is None or qd.op != "or":
+        return None
+    eqs = []
+    for e in qd.args:
+        ed = defs.get(e)
+        if ed is None or ed.op != "eq" or not _is_zero(ed.args[1]):
+            return None
+        eqs.append(ed.args[0])
+    return (a, d) if set(eqs) == {a, d} else None
+
+
+def _zeros(g, gate: Var) -> set:
+    """The fused results that are exactly zero whenever `gate` is zero."""
+    defs = {st.pat[0]: st.exp for st in g.fused}
+    z = {gate}
+
+    def zero(a):
+        return a in z or _is_zero(a)
+
+    for st in g.fused:
+        e, v = st.exp, st.pat[0]
+        if v is gate or not v.type.is_float:
+            continue
+        op, args = e.op, e.args
+        ok = False
+        if op in ("neg", "broadcast_to", "sum") or (op == "cast" and args[0].type.is_float):
+            ok = zero(args[0])
+        elif op in ("add", "sub"):
+            ok = all(zero(a) for a in args)
+        elif op == "mul":
+            ok = any(zero(a) and _finite_nonzero(b) for a, b in (args, args[::-1]))
+        elif op == "where":
+            c, x, y = args
+            if zero(x) and zero(y):
+                ok = True
+            elif _is_zero(x) and (ad := _strong_guard(c, y, defs)) is not None:
+                ok = any(zero(f) for f in ad)
+        if ok:
+            z.add(v)
+    return z
+
+
+def plan(g, inplace_acc) -> Gate | None:
+    """The shallowest gate of fusion group `g`; `inplace_acc(st)` is the array a
+    kept result is added into in place, or None."""
+    if len(g.shape) < 2:
+        return None
+    for st in g.fused:
+        if st.exp.op in ("floordiv", "mod", "pow") and not st.pat[0].type.is_float:
+            return None
+    cands = sorted(((_gate_depth(st, g.shape), st.pat[0]) for st in g.fused
+                    if st.exp.op == "broadcast_to" and st.pat[0].type.is_float
+                    and isinstance(st.exp.args[0], Var) and st.exp.args[0].type.shape),
+                   key=lambda t: t[0])
+    defs = {st.pat[0]: st.exp for st in g.fused}
+    for depth, var in cands:
+        if depth >= len(g.shape):
+            continue
+        z = _zeros(g, var)
+        ok = True
+        for st in g.fused:
+            v = st.pat[0]
+            if st.exp.op == "sum":
+                ok = st.exp.args[0] in z
+            elif v in g.keep and v not in z:
+                acc = inplace_acc(st)
+                e = defs[v]
+                ok = acc is not None and e.op == "add" and any(
+                    a is acc and b in z for a, b in (e.args, e.args[::-1]))
+            if not ok:
+                break
+        if ok:
+            return Gate(var, depth)
+    return None
