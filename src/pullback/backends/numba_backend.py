@@ -414,9 +414,10 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
     (note [numba-parallel]); the callable's `parallel` says whether any map
     of it runs in parallel, its `spec` what `from_spec` needs to rebuild it."""
     tune_malloc()
+    from ..passes.forward_index import forward_index
     from ..passes.inline import inline_small
 
-    prog = inline_small(prog)
+    prog = forward_index(inline_small(prog))  # note [forward-index]
     setting = numba_parallel.setting(parallel)
     prog = _vectorize(prog, setting, metered)
     src, consts, par = _emit_par(prog, metered=metered, parallel=setting)
