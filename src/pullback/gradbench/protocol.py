@@ -229,7 +229,8 @@ class Session:
             if "input" not in msg:
                 raise InputError("the message has no \"input\"")
             inp = msg["input"]
-            timing = self.timing.validate(inp, self.limits)
+            # an input that is not an object (hello's is a number) has no timing fields: the defaults
+            timing = self.timing.validate(inp if isinstance(inp, dict) else {}, self.limits)
             args = mod.prepare(inp, self.limits)
             output, timings = self._run(fn, args, timing["min_runs"], timing["min_seconds"])
         except Exception as e:  # noqa: BLE001 - compile and run errors included
