@@ -128,12 +128,20 @@ def structure(rows, cols, shape):
 
 def stack(ds, sizes, ncols):
     """The sets `ds` (None: `sizes[k]` empty rows) one above the other."""
-    parts = [d if d is not None else empty(s, ncols) for d, s in zip(ds, sizes)]
     if all(d is None for d in ds):
         return None
-    if len(parts) == 1:
-        return parts[0]
-    return canonical(sp.vstack(parts, format="csr"))
+    if len(ds) == 1:
+        return ds[0]
+    ptrs, idxs, base = [np.zeros(1, dtype=np.int64)], [], 0
+    for d, s in zip(ds, sizes):
+        if d is None:
+            ptrs.append(np.full(s, base, dtype=np.int64))
+        else:
+            ptrs.append(d.indptr[1:].astype(np.int64) + base)
+            idxs.append(d.indices)
+            base += d.nnz
+    idx = np.concatenate(idxs) if idxs else np.zeros(0, dtype=np.int64)
+    return make(np.concatenate(ptrs), idx, (int(sum(sizes)), ncols))
 
 
 def same(a, b) -> bool:

@@ -21,8 +21,9 @@ set of `deps` and, for small integer and boolean values, a known value):
 - maps: a body that does not read the iteration index is analysed once, on a
   column space widened with one column per element of the mapped arrays, and
   the result is instantiated per iteration by sparse products (exact, and
-  linear in the width); a body that reads the index is unrolled per iteration
-  within the budget, else analysed that way with the index unknown.
+  linear in the width); a body that reads the index, or maps an integer array
+  whose values are known (pb.hist's bins), is unrolled per iteration within
+  the budget, else analysed that way with the index unknown.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from ..ir.traverse import free_vars
 from . import deps as D
 from .rules import KNOWN_MAX, is_float, prim, size_of
 
-UNROLL = 20_000       # statement evaluations an unrolled loop or map may take
+UNROLL = 20_000       # statement evaluations (plus rows / 256) an unrolled loop or map may take
 WIDEN_AFTER = 6       # fixed-point rounds before sets are widened to whole arrays
 MAX_CALL_DEPTH = 200
 
@@ -119,6 +120,8 @@ class Analyzer:
             outs = self.conservative([self.atom(a, env) for a in _atoms(e)], [v.type for v in st.pat])
         for v, o in zip(st.pat, outs):
             self.bind(v, o, env)
+            if o[0] is not None:   # large sets cost more: an unrolled loop over them stops sooner
+                self.count += o[0].shape[0] // 256
 
     def conservative(self, args, types):
         ds = [d for d, _ in args]
@@ -201,7 +204,8 @@ class Analyzer:
         w = int(e.width.value) if isinstance(e.width, Const) else int(self.atom(e.width, env)[1])
         arrays = [self.atom(a, env) for a in e.arrays]
         accs = [self.atom(a, env) for a in e.accs]
-        if e.index in free_vars(e.lam.body):
+        int_known = any(k is not None and not is_float(p.type) for p, (_, k) in zip(e.elems, arrays))
+        if int_known or e.index in free_vars(e.lam.body):
             out = self._unrolled(lambda: self.map_unrolled(e, w, arrays, accs, env))
             if out is not None:
                 return out

@@ -155,6 +155,33 @@ class SparseJacobian(_api_base()):
         hit = self._plans[key] = _Plan(pattern, colours, self.mode, np.dtype(np_dtype(out_t.dtype)))
         return hit
 
+    def pattern(self, *args, **kwargs):
+        """The boolean sparsity pattern (a csr_array) used for these arguments."""
+        return self._public(lambda: self._plan_for(args, kwargs).pattern.copy())
+
+    def colours(self, *args, **kwargs):
+        """The colour of each column (mode="fwd") or row (mode="rev") for these arguments:
+        one jvp or vjp per colour."""
+        return self._public(lambda: self._plan_for(args, kwargs).colours.copy())
+
+    def _public(self, fn):
+        from ..api import _boundary_error
+        from ..errors import debugging
+
+        try:
+            return fn()
+        except Exception as e:
+            if debugging() and not isinstance(e, PullbackError):
+                raise
+            raise _boundary_error(e) from None
+
+    def _plan_for(self, args, kwargs):
+        from ..api import _positional
+
+        if kwargs:
+            args = _positional(self.fun, args, kwargs)
+        return self.plan(*args)
+
     def _call(self, args, kwargs):
         from ..api import _positional
 
@@ -195,7 +222,7 @@ def _check_signature(fun, leaves, st, argnum):
     rt = st.prog.main.ret_types
     if hi - lo != 1 or st.out_tree.kind != "leaf" or not rt[0].is_float:
         raise PullbackError("jacobian with sparsity supports one array (or scalar) argument and one float array "
-                            "(or scalar) output", loc=transforms._where(None, fun),
+                            "(or scalar) output",
                             hint="flatten pytrees into one array first")
     return lo
 
