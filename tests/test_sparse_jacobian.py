@@ -365,3 +365,53 @@ def test_importing_pullback_does_not_import_the_sparsity_package():
     code = "import sys, pullback; print('pullback.sparsity' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+# -- conservative cases -------------------------------------------------------
+
+def lin_solve(x):
+    A = np.diag(x[:3]) + 3.0 * np.eye(3)
+    return np.concatenate([np.linalg.solve(A, x[3:]), x[:2] * 2.0])
+
+
+@pb.custom_jvp
+def odd(x):
+    return x * 0.0
+
+
+@odd.defjvp
+def _odd_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return x * 0.0, np.sum(t) + t
+
+
+def custom(x):
+    return odd(x[1:]) + x[:-1]
+
+
+def nested_grad(x):
+    g = pb.grad(lambda y: np.sum(np.sin(y) * y[0]))(x)
+    return g * x
+
+
+def loop_store(x):
+    def inner(y):
+        s = y[0]
+        for i in range(3):
+            s = np.sin(s) * y[i + 1]
+        return s
+    return pb.grad(inner)(x) + x
+
+
+@pytest.mark.parametrize("f, n, tight", [(lin_solve, 6, False), (custom, 5, False),
+                                         (nested_grad, 5, True), (loop_store, 5, True)],
+                         ids=["solve", "custom_jvp", "nested_grad", "stores"])
+def test_unknown_rows_custom_rules_and_nested_derivatives_are_conservative(f, n, tight):
+    x = rng.normal(size=n)
+    sj = pb.jacobian(f, mode="fwd", sparsity="auto")
+    np.testing.assert_allclose(sj(x).toarray(), dense(f, (x,)), rtol=1e-10, atol=1e-12)
+    P = sj.pattern(x).toarray()
+    nz = dense(f, (x,)) != 0
+    assert not np.any(nz & ~P)
+    if tight:
+        np.testing.assert_array_equal(P, nz)

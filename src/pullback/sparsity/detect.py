@@ -10,7 +10,9 @@ when a dependency set would be too large to hold.
 How (an abstract interpretation of the IR, each value mapped to a dependency
 set of `deps` and, for small integer and boolean values, a known value):
 - primitives: `rules.prim`;
-- calls: the callee is analysed with the arguments' sets; a recursive call is
+- calls: the callee is analysed with the arguments' sets; a recursive call,
+  and a call of a function with user-given derivative rules (`pb.custom_jvp`,
+  `pb.custom_vjp`: the rule, not the body, gives the derivative), is
   conservative (every result element on every argument element);
 - ifs: a condition known while analysing (computed from loop counters and
   constants) takes its branch; any other takes both and unites them;
@@ -129,7 +131,7 @@ class Analyzer:
 
     def call(self, fname, args):
         f = self.funcs[fname]
-        if fname in self.active or len(self.active) > MAX_CALL_DEPTH:
+        if fname in self.active or len(self.active) > MAX_CALL_DEPTH or f.rules:
             return self.conservative(args, f.ret_types)
         self.active.append(fname)
         try:

@@ -18,7 +18,7 @@ the primitive table rather than in it:
   every element depends on the whole operand;
 - rows with a zero derivative (`zero_deriv`) and non-float results: nothing;
 - any other primitive (linalg factorisations, special multi-result rows,
-  callbacks, stores, rows added later): conservative, every result element
+  callbacks, stores of saved values, rows added later): conservative, every result element
   depends on every element of every operand. A rule that fails also falls
   back to that, so a pattern is never too sparse.
 
@@ -44,7 +44,9 @@ MOVES = frozenset("reshape transpose broadcast_to concatenate full index index_u
 
 
 def is_float(t) -> bool:
-    return isinstance(t, TensorType) and t.is_float
+    """Whether values of type `t` carry derivatives: float tensors, and stores of
+    floats (a store's set is one row, everything pushed into it)."""
+    return bool(getattr(t, "is_float", False))
 
 
 def size_of(t) -> int:
@@ -53,7 +55,7 @@ def size_of(t) -> int:
 
 def full_dep(ds, out_types, ncols):
     """The conservative rule: every float result element on every operand element."""
-    return [D.whole(ds, t.size, ncols) if is_float(t) else None for t in out_types]
+    return [D.whole(ds, size_of(t), ncols) if is_float(t) else None for t in out_types]
 
 
 def fold(e: Prim, knowns, out_types):
