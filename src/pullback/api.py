@@ -248,6 +248,7 @@ class jit(_Boundary):
         self.fun = fun
         self._cache = {}
         self._fast = {}   # _fast_key -> (runner, out_tree, out dtypes), for calls without pytrees or static args
+        self._warm = {}   # signature -> (runner, out_tree, out dtypes) loaded from the warm cache
         self.__name__ = getattr(fun, "__name__", "jitted")
         self.__doc__ = getattr(fun, "__doc__", None)
 
@@ -283,19 +284,47 @@ class jit(_Boundary):
             run, out_tree, dts = hit
             leaves = args
         else:
-            st = self.staged(*args)  # locks only on a miss: a warm pytree call never waits for staging
-            if st.runner is None:
-                with STAGING_LOCK:
-                    if st.runner is None:
-                        st.runner = (_runner(self.backend, st.prog) if self.parallel is None else
-                                     _runner(self.backend, st.prog, parallel=self.parallel))
-            run, out_tree, dts = st.runner, st.out_tree, st.out_dtypes
-            if fast is not None:
-                self._fast[fast] = (run, out_tree, dts)
             static = self._static_for(len(args)) if self.static_argnums else ()
+            run, out_tree, dts = self._resolve(args, static, fast)
             dyn = tuple(a for i, a in enumerate(args) if i not in static)
             leaves, _ = flatten(dyn)
         return unflatten(out_tree, [_to_output(o, dt) for o, dt in zip(run(*leaves), dts)])
+
+    def _resolve(self, args, static, fast):
+        """(runner, out_tree, out dtypes) for a signature not in `_fast`: from this
+        process's caches, from the warm cache (a new process: no staging, note
+        [warm-start]) or by staging and compiling."""
+        wkey = None
+        warm = self.backend == "numba" and _warm_enabled()
+        if warm:
+            from .frontend import signature_key
+
+            skey = fast if fast is not None else signature_key(args, static)
+            hit = self._warm.get(skey)
+            if hit is None and skey not in self._cache:
+                from .backends import warm_cache
+
+                hit, wkey = warm_cache.lookup(self, args, static)
+                if hit is not None:
+                    self._warm[skey] = hit
+            if hit is not None:
+                if fast is not None:
+                    self._fast[fast] = hit
+                return hit
+        st = self.staged(*args)  # locks only on a miss: a warm pytree call never waits for staging
+        if st.runner is None:
+            with STAGING_LOCK:
+                if st.runner is None:
+                    st.runner = (_runner(self.backend, st.prog) if self.parallel is None else
+                                 _runner(self.backend, st.prog, parallel=self.parallel))
+                    if wkey is not None:
+                        from .backends import warm_cache
+
+                        warm_cache.store(wkey, st)
+        out = (st.runner, st.out_tree, st.out_dtypes)
+        if fast is not None:
+            self._fast[fast] = out
+        return out
 
     def __pullback_stage__(self, ctx, args, kwargs):
         fname, leaves, in_tree, out_tree, ret_types = transforms.stage_fn(ctx, self.fun, args)
@@ -339,7 +368,7 @@ def _cached(fun, key, make):
     other callables' `__dict__` belongs to the user (pullback's own callable
     classes opt in with `__pullback_cacheable__`: `pb.custom_jvp` objects). Lock-free when warm."""
     if not isinstance(fun, (types.FunctionType, _Boundary)) and not getattr(type(fun), "__pullback_cacheable__", False):
-        return make()
+        return _described(make(), key)
     per_fun = fun.__dict__
     cache = per_fun.get("__pullback_transforms__")
     hit = cache.get(key) if cache is not None else None
@@ -349,8 +378,20 @@ def _cached(fun, key, make):
         cache = per_fun.setdefault("__pullback_transforms__", {})
         hit = cache.get(key)
         if hit is None:
-            hit = cache[key] = make()
+            hit = cache[key] = _described(make(), key)
     return hit
+
+
+def _described(obj, key):
+    """`obj` with its `_cached` key, which names the transformation in the warm
+    cache's key (note [warm-start])."""
+    if isinstance(obj, _Transformed):
+        obj._warm_desc = key
+    return obj
+
+
+def _warm_enabled():
+    return os.environ.get("PULLBACK_WARM_CACHE", "1") != "0"
 
 
 def _name(fun, what):
