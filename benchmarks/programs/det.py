@@ -7,11 +7,13 @@ from pullback.gradbench.modules import det as gb
 
 DESCRIPTION = "determinant by recursive Laplace expansion (ell! terms); derivative = gradient"
 
-_ELL = {"small": 4, "default": 7}
+SIZES = {"small": {"ell": 4}, "default": {"ell": 7}, "gb-ell8": {"ell": 8}}
+GRADBENCH = ("default",)         # ell = 7, inside GradBench's 5..11 (ell = 8: named size gb-ell8)
+BUMP = ("ell", -1)               # a smaller matrix: the staged program grows like ell!
 
 
-def make_input(size_name, rng):
-    ell = _ELL[size_name]
+def make_input(p, rng):
+    ell = p["ell"]
     A = rng.standard_normal((ell, ell)) + ell * np.eye(ell)
     return {"A": A.reshape(-1).tolist(), "ell": ell}
 
@@ -85,3 +87,9 @@ def tool_numpy(inp):
         return np.linalg.det(A) * np.linalg.inv(A).T
 
     return np.linalg.det, grad, gb.prepare(inp)
+
+
+def tool_numba(inp):
+    from .manual import det as hand
+
+    return hand.primal, hand.gradient, gb.prepare(inp)

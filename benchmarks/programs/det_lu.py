@@ -12,7 +12,9 @@ import pullback as pb
 
 DESCRIPTION = "determinant by Gaussian elimination, scalar in-place loops A[j,k] -= f*A[i,k]; derivative = gradient"
 
-_N = {"small": 8, "default": 100}
+SIZES = {"small": {"n": 8}, "default": {"n": 100}}
+GRADBENCH = ("default",)         # not a GradBench eval: its default size
+BUMP = ("n", 1)
 
 
 def det_lu(A):
@@ -29,8 +31,8 @@ def det_lu(A):
     return d
 
 
-def make_input(size_name, rng):
-    n = _N[size_name]
+def make_input(p, rng):
+    n = p["n"]
     A = rng.uniform(-1.0, 1.0, (n, n)) + n * np.eye(n)
     return {"A": A.reshape(-1).tolist(), "n": n}
 
@@ -96,3 +98,9 @@ def tool_numpy(inp):
         return np.linalg.det(A) * np.linalg.inv(A).T
 
     return np.linalg.det, grad, _prepare(inp)
+
+
+def tool_numba(inp):
+    from .manual import det_lu as hand
+
+    return hand.primal, hand.gradient, _prepare(inp)

@@ -7,11 +7,15 @@ from pullback.gradbench.modules import gmm as gb
 
 DESCRIPTION = "ADBench Gaussian mixture log-likelihood (loop over k components); derivative = gradient w.r.t. alpha, mu, q, l"
 
-_DKN = {"small": (2, 5, 100), "default": (10, 25, 10_000)}
+SIZES = {"small": {"d": 2, "k": 5, "n": 100}, "default": {"d": 10, "k": 25, "n": 10_000},
+         "gb-d64-k5": {"d": 64, "k": 5, "n": 1_000}, "gb-d64-k25": {"d": 64, "k": 25, "n": 1_000},
+         "gb-d64-k100": {"d": 64, "k": 100, "n": 1_000}}
+GRADBENCH = ("gb-d64-k5", "gb-d64-k25", "gb-d64-k100")   # GradBench's gmm: n = 1000
+BUMP = ("n", 1)
 
 
-def make_input(size_name, rng):
-    d, k, n = _DKN[size_name]
+def make_input(p, rng):
+    d, k, n = p["d"], p["k"], p["n"]
     return {
         "d": d, "k": k, "n": n,
         "alpha": rng.standard_normal(k).tolist(),
@@ -110,3 +114,17 @@ def tool_torch(inp):
         return torch.autograd.grad(objective(*ps, x), ps)
 
     return primal, grad, tuple(torch.from_numpy(a) for a in (alpha, mu, q, l, x))
+
+
+def tool_numba(inp):
+    from .manual import gmm as hand
+
+    alpha, mu, q, l, x, lidx, gamma, m, const = gb.prepare(inp)
+
+    def primal(alpha, mu, q, l, x, gamma, m, const):
+        return hand.primal(alpha, mu, q, l, x, gamma, m, const)
+
+    def derivative(alpha, mu, q, l, x, gamma, m, const):
+        return hand.gradient(alpha, mu, q, l, x, gamma, m)
+
+    return primal, derivative, (alpha, mu, q, l, x, gamma, m, const)

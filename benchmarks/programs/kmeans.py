@@ -8,11 +8,14 @@ from pullback.gradbench.modules import kmeans as gb
 
 DESCRIPTION = "k-means cost (loop over k centroids); derivative = J / H, H by forward-over-reverse (jvp of grad)"
 
-_NKD = {"small": (200, 5, 2), "default": (10_000, 100, 8)}
+SIZES = {"small": {"n": 200, "k": 5, "d": 2}, "default": {"n": 10_000, "k": 100, "d": 8},
+         "gb-k1000": {"n": 10_000, "k": 1000, "d": 8}}
+GRADBENCH = ("default", "gb-k1000")      # GradBench's kmeans: k = 100, 1000 at n = 10^4, d = 8
+BUMP = ("n", 1)
 
 
-def make_input(size_name, rng):
-    n, k, d = _NKD[size_name]
+def make_input(p, rng):
+    n, k, d = p["n"], p["k"], p["d"]
     P = rng.uniform(0.0, 1.0, (n, d))
     # centroids at data points (jittered), so that every cluster is non-empty (H > 0)
     C = P[rng.choice(n, k, replace=False)] + 1e-3 * rng.standard_normal((k, d))
@@ -94,3 +97,9 @@ def tool_numpy(inp):
         return J / H
 
     return cost, direction, gb.prepare(inp)
+
+
+def tool_numba(inp):
+    from .manual import kmeans as hand
+
+    return hand.primal, hand.direction, gb.prepare(inp)

@@ -7,11 +7,14 @@ from pullback.gradbench.modules import llsq as gb
 
 DESCRIPTION = "linear least squares of a polynomial fit (loop over m coefficients); derivative = gradient"
 
-_MN = {"small": (8, 1_000), "default": (64, 200_000)}
+SIZES = {"small": {"m": 8, "n": 1_000}, "default": {"m": 64, "n": 200_000},
+         "gb-m128-n16392": {"m": 128, "n": 16_392}}
+GRADBENCH = ("gb-m128-n16392",)  # GradBench's largest llsq input
+BUMP = ("m", 1)                  # n is closed over (one staged function per n); x's length is m
 
 
-def make_input(size_name, rng):
-    m, n = _MN[size_name]
+def make_input(p, rng):
+    m, n = p["m"], p["n"]
     return {"x": (0.1 * rng.standard_normal(m)).tolist(), "n": n}
 
 
@@ -100,3 +103,10 @@ def tool_numpy(inp):
         return g
 
     return primal, grad, (x,)
+
+
+def tool_numba(inp):
+    from .manual import llsq as hand
+
+    x, n = gb.prepare(inp)
+    return hand.primal, hand.gradient, (x, n)

@@ -6,11 +6,13 @@ from pullback.gradbench.modules import lse as gb
 
 DESCRIPTION = "logsumexp of a vector with the max trick; derivative = gradient"
 
-_N = {"small": 1_000, "default": 2_000_000}
+SIZES = {"small": {"n": 1_000}, "default": {"n": 2_000_000}, "gb-n1280000": {"n": 1_280_000}}
+GRADBENCH = ("gb-n1280000",)     # GradBench's largest lse input
+BUMP = ("n", 1)
 
 
-def make_input(size_name, rng):
-    return {"x": rng.standard_normal(_N[size_name]).tolist()}
+def make_input(p, rng):
+    return {"x": rng.standard_normal(p["n"]).tolist()}
 
 
 def tool_pullback(inp, backend):
@@ -58,3 +60,9 @@ def tool_numpy(inp):
         return e / np.sum(e)
 
     return primal, grad, gb.prepare(inp)
+
+
+def tool_numba(inp):
+    from .manual import lse as hand
+
+    return hand.primal, hand.gradient, gb.prepare(inp)

@@ -7,11 +7,14 @@ from pullback.gradbench.modules import lstm as gb
 
 DESCRIPTION = "ADBench LSTM next-character loss (loops over characters and layers); derivative = gradient w.r.t. main and extra params"
 
-_LCB = {"small": (2, 64, 14), "default": (2, 4096, 14)}
+SIZES = {"small": {"l": 2, "c": 64, "b": 14}, "default": {"l": 2, "c": 4096, "b": 14},
+         "gb-l4-c4096": {"l": 4, "c": 4096, "b": 14}}
+GRADBENCH = ("default", "gb-l4-c4096")   # GradBench's lstm: l = 2, 4; c = 1024, 4096; b = 14
+BUMP = ("c", 1)
 
 
-def make_input(size_name, rng):
-    l, c, b = _LCB[size_name]
+def make_input(p, rng):
+    l, c, b = p["l"], p["c"], p["b"]
     return {
         "main_params": (0.5 * rng.standard_normal((2 * l, 4 * b))).tolist(),
         "extra_params": (0.5 * rng.standard_normal((3, b))).tolist(),
@@ -103,3 +106,9 @@ def tool_torch(inp):
         return torch.autograd.grad(objective(*ps, state, sequence), ps)
 
     return primal, grad, tuple(torch.from_numpy(a) for a in (main_params, extra_params, state, sequence))
+
+
+def tool_numba(inp):
+    from .manual import lstm as hand
+
+    return hand.primal, hand.gradient, gb.prepare(inp)

@@ -7,11 +7,14 @@ from pullback.gradbench.modules import ode as gb
 
 DESCRIPTION = "RK4 integration of a linear-chain ODE, s steps (loop); derivative = gradient of y_last(2)"
 
-_NS = {"small": (10, 20), "default": (100, 10_000)}
+SIZES = {"small": {"n": 10, "s": 20}, "default": {"n": 100, "s": 10_000},
+         "gb-n10000-s100": {"n": 10_000, "s": 100}}
+GRADBENCH = ("gb-n10000-s100",)  # one of GradBench's ode inputs (n = 10^3..10^5, s = 1..100)
+BUMP = ("n", 1)
 
 
-def make_input(size_name, rng):
-    n, s = _NS[size_name]
+def make_input(p, rng):
+    n, s = p["n"], p["s"]
     return {"x": rng.uniform(0.0, 1.0, n).tolist(), "s": s}
 
 
@@ -75,3 +78,11 @@ def tool_torch(inp):
         return g
 
     return primal, grad, (torch.from_numpy(x),)
+
+
+def tool_numba(inp):
+    from .manual import ode as hand
+
+    x, s = gb.prepare(inp)
+
+    return hand.primal, hand.gradient, (x, s)
