@@ -415,3 +415,46 @@ def test_unknown_rows_custom_rules_and_nested_derivatives_are_conservative(f, n,
     assert not np.any(nz & ~P)
     if tight:
         np.testing.assert_array_equal(P, nz)
+
+
+def test_scalar_input_scalar_output_and_float32():
+    def total(x):
+        return np.sum(x * x)
+
+    def scal(s):
+        return np.array([s * 2.0, np.sin(s)])
+
+    x = rng.normal(size=4)
+    for mode in ("fwd", "rev"):
+        J = pb.jacobian(total, mode=mode, sparsity="auto")(x)
+        assert J.shape == (1, 4)
+        np.testing.assert_allclose(J.toarray()[0], 2 * x)
+        J = pb.jacobian(scal, mode=mode, sparsity="auto")(0.3)
+        np.testing.assert_allclose(J.toarray()[:, 0], [2.0, np.cos(0.3)])
+        x32 = x.astype(np.float32)
+        J = pb.jacobian(banded, mode=mode, sparsity="auto")(x32)
+        assert J.dtype == np.float32
+        np.testing.assert_allclose(J.toarray(), dense(banded, (x,)), rtol=1e-5, atol=1e-5)
+
+
+def block4(x):
+    r = x.reshape(-1, 4)
+    return (r * np.sum(r * r, axis=1, keepdims=True)).ravel()
+
+
+def vblock4(x):
+    return pb.vmap(lambda p: p * np.sum(p * p))(x.reshape(-1, 4)).ravel()
+
+
+@pytest.mark.parametrize("f", [block4, vblock4, banded])
+def test_scales_to_1e5_by_1e5(f):
+    n = 100_000
+    x = rng.normal(size=n)
+    sj = pb.jacobian(f, mode="fwd", backend="pysource", sparsity="auto")
+    P = sj.pattern(x)
+    assert P.shape == (n, n) and P.nnz <= 4 * n
+    assert int(sj.colours(x).max()) + 1 <= 4
+    J = sj(x)
+    # a leading corner against the dense Jacobian of the same function on the first 40 elements
+    rows = 40 if f is not banded else 39
+    np.testing.assert_allclose(J[:rows, :40].toarray(), dense(f, (x[:40],))[:rows], rtol=1e-12)
