@@ -1,0 +1,143 @@
+"""ba: ADBench bundle adjustment (GradBench's "ba" eval).
+
+Input (GradBench's compressed form): sizes n (cameras), m (points), p
+(observations) and one camera `cam` (11: Rodrigues rotation, centre, focal
+length, principal point, two radial distortion terms), one point `x` (3), one
+weight `w` and one feature `feat` (2). As GradBench's reference tools do, the
+full problem replicates them: n cameras, m points, p weights and features,
+and observation i sees camera i % n and point i % m (`expand`, untimed).
+
+- objective: the 2p reprojection residuals w_i (proj(cam, X) - feat_i) and the
+  p weight residuals 1 - w_i^2, all computed, reported as GradBench's
+  compressed output {"reproj_error": {"elements": the first two, "repeated": p},
+  "w_err": {"element": the first, "repeated": p}}.
+- jacobian: the sparse (3p) x (11n + 3m + p) Jacobian in GradBench's row-major
+  layout (rows, cols, vals: row 2i and 2i+1 hold observation i's 15 entries,
+  camera then point then weight; row 2p + i holds d w_err_i / d w_i), all of it
+  computed; reported as GradBench's tools do: the first 30 entries of each of
+  rows, cols and vals, then their last entry (fewer when p < 10, where the
+  reference C++ reads past its arrays).
+
+How the Jacobian is taken: residual row 2i+k depends only on observation i's
+camera, point and weight, so the gradient of sum_i r_i[k] with respect to the
+stacked per-observation parameters (p, 15) is, row by row, the k-th row of
+every observation's block. Two reverse passes (`pb.grad`) of the vectorised
+residual give the whole Jacobian: about as much work as 8 objectives, where
+15 forward passes (`pb.vmap` of `pb.jvp` over basis tangents, or
+`pb.vmap(pb.jacfwd(...))` per observation) cost several times more (measured in
+benchmarks/gradbench_jac.py).
+"""
+import numpy as np
+
+import pullback as pb
+
+from ..schema import Array, Float, Int, Limits, Schema
+from . import backend
+
+NCAM = 11
+
+
+def reproject(cam, X, w, feat):
+    """Weighted reprojection residuals (p, 2) for per-observation cameras (p, 11),
+    points (p, 3), weights (p,) and features (p, 2)."""
+    r0, r1, r2 = cam[:, 0], cam[:, 1], cam[:, 2]
+    x0 = X[:, 0] - cam[:, 3]
+    x1 = X[:, 1] - cam[:, 4]
+    x2 = X[:, 2] - cam[:, 5]
+    # Rodrigues' rotation; a zero rotation vector takes the first-order form
+    sq = r0 * r0 + r1 * r1 + r2 * r2
+    nz = sq != 0.0
+    theta = np.sqrt(np.where(nz, sq, 1.0))
+    c = np.cos(theta)
+    s = np.sin(theta)
+    k0, k1, k2 = r0 / theta, r1 / theta, r2 / theta
+    t = (k0 * x0 + k1 * x1 + k2 * x2) * (1.0 - c)
+    y0 = np.where(nz, x0 * c + (k1 * x2 - k2 * x1) * s + k0 * t, x0 + r1 * x2 - r2 * x1)
+    y1 = np.where(nz, x1 * c + (k2 * x0 - k0 * x2) * s + k1 * t, x1 + r2 * x0 - r0 * x2)
+    y2 = np.where(nz, x2 * c + (k0 * x1 - k1 * x0) * s + k2 * t, x2 + r0 * x1 - r1 * x0)
+    # projection, radial distortion, focal length and principal point
+    u = y0 / y2
+    v = y1 / y2
+    rsq = u * u + v * v
+    scale = (1.0 + cam[:, 9] * rsq + cam[:, 10] * rsq * rsq) * cam[:, 6]
+    e0 = w * (u * scale + cam[:, 7] - feat[:, 0])
+    e1 = w * (v * scale + cam[:, 8] - feat[:, 1])
+    return np.stack([e0, e1], axis=1)
+
+
+def stacked(cams, X, w, obs):
+    """Each observation's parameters in one row: camera (11), point (3), weight."""
+    return np.concatenate([cams[obs[:, 0]], X[obs[:, 1]], w[:, None]], axis=1)
+
+
+def residuals(v, feats):
+    return reproject(v[:, 0:NCAM], v[:, NCAM:NCAM + 3], v[:, NCAM + 3], feats)
+
+
+def ba_objective(cams, X, w, obs, feats):
+    r = reproject(cams[obs[:, 0]], X[obs[:, 1]], w, feats)
+    return r.reshape(-1), 1.0 - w * w
+
+
+def ba_blocks(cams, X, w, obs, feats):
+    """(p, 2, 15): observation i's rows of the Jacobian, and (p,): d w_err / d w."""
+    v = stacked(cams, X, w, obs)
+    row0 = pb.grad(lambda u: np.sum(residuals(u, feats)[:, 0]))(v)
+    row1 = pb.grad(lambda u: np.sum(residuals(u, feats)[:, 1]))(v)
+    return np.stack([row0, row1], axis=1), -2.0 * w
+
+
+_objective = pb.jit(ba_objective, backend=backend())
+_blocks = pb.jit(ba_blocks, backend=backend())
+
+
+def sparse_jacobian(cams, X, w, obs, feats):
+    """The whole Jacobian as GradBench's row-major sparse arrays (rows, cols, vals)."""
+    n, m, p = cams.shape[0], X.shape[0], w.shape[0]
+    blocks, wd = _blocks(cams, X, w, obs, feats)
+    per = NCAM + 4
+    rows = np.concatenate([np.arange(2 * p + 1, dtype=np.int64) * per,
+                           2 * p * per + np.arange(1, p + 1, dtype=np.int64)])
+    block_cols = np.concatenate([NCAM * obs[:, :1] + np.arange(NCAM), NCAM * n + 3 * obs[:, 1:2] + np.arange(3),
+                                 (NCAM * n + 3 * m + np.arange(p))[:, None]], axis=1)        # (p, 15)
+    cols = np.concatenate([np.repeat(block_cols, 2, axis=0).reshape(-1), NCAM * n + 3 * m + np.arange(p)])
+    vals = np.concatenate([blocks.reshape(-1), wd])
+    return rows, cols, vals
+
+
+def _compressed(a):
+    return np.concatenate([a[:30], a[-1:]])
+
+
+def objective(cams, X, w, obs, feats):
+    reproj, werr = _objective(cams, X, w, obs, feats)
+    return {"reproj_error": {"elements": reproj[:2], "repeated": int(w.shape[0])},
+            "w_err": {"element": werr[0], "repeated": int(w.shape[0])}}
+
+
+def jacobian(cams, X, w, obs, feats):
+    rows, cols, vals = sparse_jacobian(cams, X, w, obs, feats)
+    return {"rows": _compressed(rows), "cols": _compressed(cols), "vals": _compressed(vals)}
+
+
+# the Jacobian's gradients keep about 100 values per observation (its reverse-mode tape included)
+SCHEMA = Schema("ba", [
+    Int("n", min=1, max=1 << 31), Int("m", min=1, max=1 << 31), Int("p", min=1, max=1 << 31),
+    Array("cam", NCAM), Array("x", 3), Float("w"), Array("feat", 2),
+], elements=("11*n + 3*m + 200*p", lambda z: NCAM * z["n"] + 3 * z["m"] + 200 * z["p"]))
+
+
+def expand(n, m, p, cam, x, w, feat):
+    """The full problem GradBench's compressed input stands for (module docstring)."""
+    i = np.arange(p, dtype=np.int64)
+    return (np.tile(cam, (n, 1)), np.tile(x, (m, 1)), np.full(p, float(w)),
+            np.stack([i % n, i % m], axis=1), np.tile(feat, (p, 1)))
+
+
+def prepare(inp, limits=None):
+    """The arguments of FUNCTIONS for a GradBench input; raises InputError (see SCHEMA)."""
+    v = SCHEMA.validate(inp, limits or Limits())
+    return expand(v["n"], v["m"], v["p"], v["cam"], v["x"], v["w"], v["feat"])
+
+
+FUNCTIONS = {"objective": objective, "jacobian": jacobian}
