@@ -289,7 +289,7 @@ def _derived_calls(monkeypatch, f, mode, x):
     sj = pb.jacobian(f, mode=mode, backend="interp", sparsity="auto")
     sj(x)
     monkeypatch.setattr(interp.Interpreter, "call", real)
-    derived = {k: v for k, v in counts.items() if k.endswith("_jvp") or k.endswith("_vjp")}
+    derived = {k: v for k, v in counts.items() if k.endswith(("_jvp", "_vjp"))}
     return sum(derived.values()), int(sj.colours(x).max()) + 1
 
 
@@ -319,7 +319,7 @@ def _line():
 def test_error_bad_pattern_shape_names_the_call():
     sj = pb.jacobian(banded, sparsity=np.ones((3, 4), dtype=bool))
     with pytest.raises(pb.PullbackError) as ei:
-        line = _line(); sj(np.ones(9))  # noqa: E702
+        line = _line(); sj(np.ones(9))
     e = ei.value
     assert "has shape (3, 4)" in e.msg and "(9, 9)" in e.msg
     assert e.loc.file == __file__ and e.loc.line == line
@@ -329,7 +329,7 @@ def test_error_bad_pattern_shape_names_the_call():
                                         (np.ones(3, dtype=bool), "2-D boolean array"), (3, "sparsity must be")])
 def test_error_bad_pattern_type_names_the_line(bad, words):
     with pytest.raises(pb.PullbackError) as ei:
-        line = _line(); pb.jacobian(banded, sparsity=bad)  # noqa: E702
+        line = _line(); pb.jacobian(banded, sparsity=bad)
     assert words in ei.value.msg
     assert ei.value.loc.file == __file__ and ei.value.loc.line == line
 
@@ -350,14 +350,14 @@ def test_error_staged_use_names_the_line():
 
 def test_error_integer_argument_and_pytree_output():
     with pytest.raises(pb.PullbackError) as ei:
-        line = _line(); pb.jacobian(banded, sparsity="auto")(np.arange(4))  # noqa: E702
+        line = _line(); pb.jacobian(banded, sparsity="auto")(np.arange(4))
     assert "float" in ei.value.msg and ei.value.loc.file == __file__
 
     def two(x):
         return x, x
 
     with pytest.raises(pb.PullbackError) as ei:
-        line = _line(); pb.jacobian(two, sparsity="auto")(np.ones(3))  # noqa: E702
+        line = _line(); pb.jacobian(two, sparsity="auto")(np.ones(3))
     assert "one float array" in ei.value.msg and ei.value.loc.line == line
 
 

@@ -24,7 +24,7 @@ def colour_rows(p):
 
 
 def colour_columns(p):
-    m, n = p.shape
+    n = p.shape[1]
     p = sp.csr_array(p)
     counts = np.diff(p.indptr)
     if int(np.sum(counts.astype(np.int64) ** 2)) > DENSE_WORK:

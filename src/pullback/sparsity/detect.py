@@ -277,7 +277,7 @@ def _elements(arrays, sizes, offs, w, n):
     E = int(offs[-1])
     if E == 0 or w == 0:
         return D.empty(w * E, n)
-    parts, bases, src_cols, base = [], [], [], 0
+    parts, base = [], 0
     src = np.full((w, E), -1, dtype=np.int64)
     for (d, _), s, o in zip(arrays, sizes, offs):
         if d is None:

@@ -42,7 +42,9 @@ def sparse_jacobian(fun, argnums, mode, backend, checkpoint, parallel, sparsity)
     if isinstance(argnums, tuple):
         parts = tuple(sparse_jacobian(fun, a, mode, backend, checkpoint, parallel, sparsity) for a in argnums)
         return _Tuple(parts, fun)
-    make = lambda: SparseJacobian(fun, argnums, mode, backend, checkpoint, parallel, spec)  # noqa: E731
+    def make():
+        return SparseJacobian(fun, argnums, mode, backend, checkpoint, parallel, spec)
+
     if isinstance(spec, str):
         return _cached(fun, ("sparse_jacobian", argnums, mode, backend, checkpoint, parallel), make)
     return make()
@@ -245,7 +247,7 @@ def compressed(ctx, fun, args, colours, ids, argnum, mode, checkpoint):
     """Staged: the compressed Jacobian, K x m (fwd: row c is J times the sum of the basis
     vectors of the columns of colour c) or K x n (rev: row c is the sum of the rows of
     colour c), as one loop over the colours (K = `ids`'s length)."""
-    fname, leaves, in_tree, out_tree, ret_types = transforms.stage_fn(ctx, fun, args)
+    fname, leaves, in_tree, _, ret_types = transforms.stage_fn(ctx, fun, args)
     ranges = transforms._check_diff_args(ctx, leaves, in_tree, (argnum,), "jacobian", fun)
     lo, _ = ranges[argnum]
     (cat,), _ = ctx.to_atoms(colours)

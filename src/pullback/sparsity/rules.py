@@ -38,9 +38,11 @@ from . import deps as D
 KNOWN_MAX = 100_000      # known values larger than this are forgotten
 MATMUL_MAX = 20_000_000  # matmul structure with more terms than this is taken whole
 
-ELEMENTWISE = frozenset("""neg sin cos tan exp log log1p expm1 sqrt tanh logistic abs add sub mul div pow
-maximum minimum mod atan2 erf erfc erfinv gammaln gamma log_ndtr polygamma cast where""".split())
-MOVES = frozenset("reshape transpose broadcast_to concatenate full index index_update take where".split())
+ELEMENTWISE = frozenset(("neg", "sin", "cos", "tan", "exp", "log", "log1p", "expm1", "sqrt", "tanh", "logistic",
+                         "abs", "add", "sub", "mul", "div", "pow", "maximum", "minimum", "mod", "atan2", "erf",
+                         "erfc", "erfinv", "gammaln", "gamma", "log_ndtr", "polygamma", "cast", "where"))
+MOVES = frozenset(("reshape", "transpose", "broadcast_to", "concatenate", "full", "index", "index_update", "take",
+                   "where"))
 
 
 def is_float(t) -> bool:
@@ -68,7 +70,7 @@ def fold(e: Prim, knowns, out_types):
     try:
         with np.errstate(all="ignore"):
             r = row.impl(*knowns, **e.p)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a row that cannot evaluate these: not known
         return [None] * len(out_types)
     rs = tuple(r) if row.multi else (r,)
     return [np.asarray(v) for v in rs]
@@ -87,7 +89,7 @@ def prim(e: Prim, args, out_types, ncols):
         outs = _rule(row, e, ds, knowns, out_types, ncols)
     except D.TooDense:
         raise
-    except Exception:   # a rule that cannot tell: conservative
+    except Exception:  # noqa: BLE001 - a rule that cannot tell: conservative
         outs = None
     if outs is None:
         outs = full_dep(ds, out_types, ncols)
