@@ -103,7 +103,7 @@ def _rule(row, e, ds, knowns, out_types, ncols):
     (ot,) = out_types
     op = e.op
     moves = op in MOVES and not (op == "index_update" and e.p["mode"] == "add")
-    if moves and all(k is not None for a, k in zip(e.args, knowns) if not is_float(a.type)):
+    if moves and all(knowns[i] is not None for i in _control_args(op, len(e.args))):
         return [_move(row, e, ds, knowns, ot, ncols)]
     if op in ELEMENTWISE:
         return [_elementwise(e, ds, ot)]
@@ -142,11 +142,18 @@ def _elementwise(e, ds, ot):
     return D.union(parts)
 
 
+def _control_args(op, n):
+    """The operands of a movement that say where elements go (indices, a condition):
+    their values must be known; the others are moved."""
+    return {"index": range(1, n), "index_update": range(2, n), "take": (1,), "where": (0,)}.get(op, ())
+
+
 def _move(row, e, ds, knowns, ot, ncols):
     """Evaluate the row on operand positions: each result element names its source."""
     vals, parts, sizes, off = [], [], [], 0
+    control = _control_args(e.op, len(e.args))
     for i, a in enumerate(e.args):
-        if is_float(a.type):
+        if i not in control:
             if ds[i] is None:
                 vals.append(np.full(a.type.shape, -1, dtype=np.int64))
             else:
