@@ -4,13 +4,16 @@
         [--lse-n 2000000] [--vmap "256,16,32;1024,16,32;1024,64,128"] [--accuracy N] [--out FILE]
 
 Contract: one process, pinned to one core with every thread pool at one thread before NumPy
-is imported (benchmarks/run.py's `pin`), pullback's numba backend with `parallel=False` and a
-fresh cache directory (first calls are cold compiles). Each workload is built twice,
-with PULLBACK_VECMATH=0 (libm: numba's own exp/log/tanh/...) and =1 (the vectorisable
-helpers of `backends/libcalls/vecmath.py`); the generated source is checked to differ
-accordingly. Timings alternate between the variants: `--rounds` rounds, each timing every
+is imported (benchmarks/run.py's `pin`), and a fresh cache directory (compiles are cold).
+Each workload's staged program (`pb.jit(f).staged(*args).prog`) is compiled twice by
+`numba_backend.compile_prog` (`parallel=False`), with PULLBACK_VECMATH=0 (libm: numba's own
+exp/log/tanh/...) and =1 (the vectorisable helpers of `backends/libcalls/vecmath.py`); the
+generated source is checked to differ accordingly, and the compiled entries (leaf values in,
+list of results out: what `pb.jit` calls) are timed. Timings alternate between the variants: `--rounds` rounds, each timing every
 variant for at least `--min-time` s and `--min-runs` calls; a cell is the median of all
-calls, with the quartiles to show the noise, and the ratio is of medians. Results of the two
+calls' CPU time (`time.thread_time`: everything timed runs on the calling thread, and wall
+time on a shared machine measures the other tenants), with the quartiles to show the noise,
+and the ratio is of medians. Results of the two
 variants are checked against each other (rtol 1e-12) and against NumPy.
 
 Parts: `kernels` (each function's array helper, numba's libm loop and NumPy's ufunc over
@@ -57,19 +60,19 @@ def parse_args(argv=None):
     return a
 
 
-def build(switch, make):
-    """`make()` built and called once (compiled) with PULLBACK_VECMATH=switch."""
+def build(switch, prog):
+    """`prog` compiled by the numba backend with PULLBACK_VECMATH=switch, and the
+    seconds it took. `compile_prog` directly: pb.jit's caches (per function, the
+    numba backend's memo, the warm cache) do not key on the setting within one
+    process, so they would hand back the first variant's code."""
     from pullback.backends import numba_backend
 
     old = os.environ.get("PULLBACK_VECMATH")
     os.environ["PULLBACK_VECMATH"] = switch
-    # the backend memoizes compiled programs per process, not per setting: forget them
-    numba_backend._MEMO.clear()
     try:
-        fn, args = make()
         t = time.perf_counter()
-        out = fn(*args)
-        return fn, args, time.perf_counter() - t, out
+        fn = numba_backend.compile_prog(prog, parallel=False)
+        return fn, time.perf_counter() - t
     finally:
         if old is None:
             os.environ.pop("PULLBACK_VECMATH", None)
@@ -78,16 +81,19 @@ def build(switch, make):
 
 
 def time_alternating(variants, a):
-    """{name: [seconds per call]} over `a.rounds` rounds, the variants alternating."""
+    """{name: [CPU seconds of this thread per call]} over `a.rounds` rounds, the variants
+    alternating. CPU time, not wall time: on the shared machine the process got a
+    third of a core at times, which made wall-clock medians 3x off and bimodal;
+    every timed function here runs on this one thread."""
     times = {k: [] for k in variants}
     for _ in range(a.rounds):
         for k, (fn, args) in variants.items():
             t_end = time.perf_counter() + a.min_time
             n = 0
             while n < a.min_runs or time.perf_counter() < t_end:
-                t = time.perf_counter()
+                t = time.thread_time()
                 fn(*args)
-                times[k].append(time.perf_counter() - t)
+                times[k].append(time.thread_time() - t)
                 n += 1
     return times
 
@@ -108,22 +114,21 @@ def close(x, y, rtol=1e-12):
                for u, v in zip(xs, ys))
 
 
-def source_has_vecmath(pb, f, args):
-    from pullback.backends import numba_backend as nb
-    from pullback.passes.inline import inline_small
-
-    return "_pb_vm_" in nb.emit_prog(inline_small(pb.jit(f).staged(*args).prog), parallel=False)
-
-
 def pair_rows(pb, label, f, args, ref, a, rows):
-    """Time `pb.jit(f)` on `args` with vecmath off and on; append a table row."""
+    """Time the staged program of `pb.jit(f)` on `args`, compiled with vecmath off and
+    on (the compiled entry: leaf values in, a list of results out); append a table row."""
+    from pullback.pytree import flatten
+
+    prog = pb.jit(f).staged(*args).prog
+    leaves = flatten(args)[0]
     built = {}
     for name, sw in (("libm", "0"), ("vecmath", "1")):
-        def make(sw=sw):
-            assert source_has_vecmath(pb, f, args) == (sw == "1"), (label, sw)
-            return pb.jit(f, backend="numba", parallel=False), args
-        built[name] = build(sw, make)
-    ok = close(built["vecmath"][3], built["libm"][3]) and (ref is None or close(built["vecmath"][3], ref, 1e-9))
+        fn, secs = build(sw, prog)
+        assert ("_pb_vm_" in fn.source) == (sw == "1"), (label, sw)
+        t = time.perf_counter()
+        out = fn(*leaves)
+        built[name] = (fn, leaves, secs + time.perf_counter() - t, out)
+    ok = close(built["vecmath"][3], built["libm"][3]) and (ref is None or close(built["vecmath"][3][0], ref, 1e-9))
     times = time_alternating({k: v[:2] for k, v in built.items()}, a)
     (m0, c0), (m1, c1) = cell(times["libm"]), cell(times["vecmath"])
     rows.append(f"| {label} | {c0} | {c1} | {m0 / m1:.2f}x | {built['libm'][2]:.1f} s / {built['vecmath'][2]:.1f} s"
@@ -175,7 +180,7 @@ def part_lse(pb, a, rows):
     x = np.random.default_rng(0).standard_normal(a.lse_n)
     m = np.max(x)
     e = np.exp(x - m)
-    ref_p, ref_g = m + np.log(np.sum(e)), e / np.sum(e)
+    ref_p, ref_g = np.float64(m + np.log(np.sum(e))), e / np.sum(e)
     f = gb.logsumexp
     pair_rows(pb, f"lse primal, n = {a.lse_n}", f, (x,), ref_p, a, rows)
     pair_rows(pb, f"lse gradient, n = {a.lse_n}", pb.grad(f), (x,), ref_g, a, rows)
@@ -236,7 +241,7 @@ def main(argv=None):
     out = [f"# vecmath: libm against the vectorisable helpers (numba backend)\n",
            f"numba {numba.__version__}, NumPy {np.__version__}, one thread, cores {cpus}; "
            f"load average at start {os.getloadavg()[0]:.2f}; {a.rounds} rounds alternating, "
-           f">= {a.min_time} s and {a.min_runs} calls each. Cells: median (quartiles).\n"]
+           f">= {a.min_time} s and {a.min_runs} calls each. Cells: median CPU time of the calling thread (quartiles).\n"]
     if "kernels" in a.parts:
         rows = []
         n = part_kernels(a, rows)
