@@ -88,7 +88,8 @@ def _ints(path, a, lo, hi, what):
     bad = np.argwhere((a != np.floor(a)) | (a < lo) | (a >= hi))
     if len(bad):
         i = tuple(int(j) for j in bad[0])
-        raise InputError(f"{path}{''.join(f'[{j}]' for j in i)} = {show(a[i].item())} must be an integer "
+        x = a[i].item()
+        raise InputError(f"{path}{''.join(f'[{j}]' for j in i)} = {show(int(x) if x == int(x) else x)} must be an integer "
                          f"in [{lo}, {hi}) ({what})")
     return a.astype(np.int64)
 
