@@ -346,5 +346,5 @@ def test_ht_errors():
     assert "input.data.model.parents[1] = 5 must be -1 or an earlier bone" in errors[1]
     assert "input.data.model.base_relatives (axis 0) has length 21" in errors[2]
     assert "input.data.correspondences[2] = 6 must be an integer in [0, 6)" in errors[3]
-    assert "input.us has length 1" in errors[4]
+    assert "input.us (axis 0) has length 1, expected npts = 3" in errors[4]
     assert "input.data.model.is_mirrored must be a boolean" in errors[5]
