@@ -12,6 +12,11 @@ when large enough to pay; ``PULLBACK_PARALLEL=0``: never; note
 `__pullback_stage__`, so it may be called inside code that pullback itself
 stages and differentiates (grad of grad, grad of a function that calls grad).
 
+Warm start: on the numba backend a first call looks the signature up in the
+warm cache (`backends.warm_cache`) before staging, so a new process with a
+populated cache runs the cached machine code without staging (note
+[warm-start]); `import pullback` imports neither the frontend nor the passes.
+
 Errors: every public entry point raises only `PullbackError`s that name a
 file and line (`errors.user_error` at the boundary, note [api-errors]).
 Outputs have the dtypes of the staged program's results on every backend (a
@@ -25,14 +30,47 @@ import os
 import types
 from dataclasses import dataclass
 
+import sys
+import threading
+
 import numpy as np
 
-from . import checkpointing, transforms
+from . import checkpointing
 from .errors import PullbackError, debugging, short_repr, user_error
-from .frontend import STAGING_LOCK
-from .passes.const_args import const_args
-from .passes.dead_results import dead_results
 from .pytree import flatten, unflatten
+
+
+class _LazyModule:
+    """A module imported on first attribute access: `import pullback` and a warm
+    start (note [warm-start]) need neither the frontend nor the passes."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        import importlib
+
+        return getattr(importlib.import_module(self._name, __package__), attr)
+
+
+class _StagingLock:
+    """`frontend.STAGING_LOCK`, imported when first taken."""
+
+    def _lock(self):
+        from .frontend import STAGING_LOCK
+
+        return STAGING_LOCK
+
+    def __enter__(self):
+        return self._lock().__enter__()
+
+    def __exit__(self, *exc):
+        return self._lock().__exit__(*exc)
+
+
+transforms = _LazyModule(".transforms")
+STAGING_LOCK = _StagingLock()
+_CACHED_LOCK = threading.Lock()   # `_cached`'s dicts: filling them never stages
 
 DEFAULT_BACKEND = "numba"
 BACKENDS = ("numba", "pysource", "interp")
@@ -137,10 +175,9 @@ def _positional(fun, args, kwargs) -> tuple:
 
 
 def _check_callable(fun, what):
-    from .frontend.staging import StagedClosure
-
-    if isinstance(fun, StagedClosure):  # a nested def or lambda in staged code (note [closures])
-        return
+    staging = sys.modules.get("pullback.frontend.staging")  # not imported: fun cannot be a StagedClosure
+    if staging is not None and isinstance(fun, staging.StagedClosure):  # a nested def or lambda in staged code
+        return                                                           # (note [closures])
     if not callable(fun):
         raise PullbackError(f"{what} needs a function, got {short_repr(fun)} of type {type(fun).__name__}",
                             hint=f"pass the function itself: pb.{what}(f), then call the result with the arguments")
@@ -269,6 +306,9 @@ class jit(_Boundary):
             with STAGING_LOCK:
                 hit = self._cache.get(key)
                 if hit is None:
+                    from .passes.const_args import const_args
+                    from .passes.dead_results import dead_results
+
                     hit = stage(self.fun, args, static_argnums=static)
                     hit.prog = dead_results(const_args(hit.prog))
                     hit.out_dtypes = _out_dtypes(hit.prog)
@@ -297,9 +337,12 @@ class jit(_Boundary):
         wkey = None
         warm = self.backend == "numba" and _warm_enabled()
         if warm:
-            from .frontend import signature_key
+            if fast is not None:
+                skey = fast
+            else:
+                from .frontend import signature_key
 
-            skey = fast if fast is not None else signature_key(args, static)
+                skey = signature_key(args, static)
             hit = self._warm.get(skey)
             if hit is None and skey not in self._cache:
                 from .backends import warm_cache
@@ -374,7 +417,7 @@ def _cached(fun, key, make):
     hit = cache.get(key) if cache is not None else None
     if hit is not None:
         return hit
-    with STAGING_LOCK:
+    with _CACHED_LOCK:  # make() only builds the object: it never stages or takes STAGING_LOCK
         cache = per_fun.setdefault("__pullback_transforms__", {})
         hit = cache.get(key)
         if hit is None:
@@ -399,6 +442,8 @@ def _name(fun, what):
 
 
 def _check_parallel(parallel, what):
+    if parallel is None:
+        return None
     from .backends.numba_parallel import check_parallel
 
     return check_parallel(parallel, what)

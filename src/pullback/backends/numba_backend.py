@@ -31,6 +31,16 @@ Contract:
   module hash covers the source, which differs where a map is parallel.
 - A construct numba cannot type raises `PullbackError` naming the IR function,
   the primitive and the generated source line; there is no silent fallback.
+- `compile_prog` = passes + emission, giving a `Spec` (the module's source and
+  hash, the entry's name and dtypes, hidden arguments), then `from_spec(spec)`;
+  the warm cache (`warm_cache`) stores Specs, so a new process calls
+  `from_spec` without staging (note [warm-start]). A module that differs from
+  an earlier one only in numeric literals is compiled once, shape-generic,
+  with those literals as a last tuple argument (`numba_generic`, note
+  [shape-generic]); a generic module numba cannot type is compiled specialised.
+- Numba's registries are loaded without importing SciPy's BLAS
+  (`defer_blas_check`); numba's own BLAS check runs before a module that calls
+  BLAS is loaded (`ensure_blas_for`) and whenever numba compiles a BLAS call.
 - `run(prog, *args, fname=None, meter=None) -> list` compiles (memoized per
   program) and runs. With a meter, a separate *metered* build runs, whose
   store pushes and pops count bytes into a hidden int64[2] argument (live,
@@ -50,12 +60,31 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from typing import TYPE_CHECKING
+
 from ..errors import PullbackError
-from ..ir.core import Prog
-from ..ir.types import TensorType
-from . import numba_cache, numba_parallel
-from . import pysource as ps
-from .numba_dialect import NumbaDialect, cycle_edges
+from . import numba_cache
+from .numba_blas import defer_blas_check, ensure_blas_for
+
+if TYPE_CHECKING:
+    from ..ir.core import Prog
+
+
+class _Lazy:
+    """A sibling module imported on first use: a warm start (`from_spec`) needs
+    neither the emitter nor the dialect (note [warm-start])."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        import importlib
+
+        return getattr(importlib.import_module(self._name, __package__), attr)
+
+
+ps = _Lazy(".pysource")
+numba_parallel = _Lazy(".numba_parallel")
 
 _VERSION = "2"   # 2: modules executed from memory, numba's files under a manifest
 
@@ -104,6 +133,8 @@ def _emit_par(prog: Prog, name_hints: bool = True, metered: bool = False, parall
     parallel; `parallel`: the effective setting (`numba_parallel.setting`)."""
     from .checks import ModuleArgs
 
+    from .numba_dialect import NumbaDialect
+
     d = NumbaDialect(metered=metered, parallel=parallel)
     m = ps.emit_module(prog, name_hints, dialect=d)
     limit = None
@@ -134,6 +165,7 @@ def _mutual_recursion(prog: Prog) -> list[str]:
     than one function, and self-recursive ones that return several values
     (a tuple) or take a store (a tuple under numba): split-mode `f_fwd`/`f_bwd`."""
     from ..ir.types import StoreType
+    from .numba_dialect import cycle_edges
 
     out = set()
     for f, g in cycle_edges(prog):
@@ -318,6 +350,18 @@ def _out_fn(dt):
     return lambda r: np.asarray(r, dtype=dt)[()]
 
 
+def _coerce(a, dt):
+    """A leaf value as the parameter's NumPy array/scalar (`pysource`'s `_coerce`)."""
+    if dt is None:
+        return a
+    npdt, is_array = dt
+    if is_array:
+        return a if isinstance(a, np.ndarray) and a.dtype == npdt else np.asarray(a, dtype=npdt)
+    if isinstance(a, np.generic) and a.dtype == npdt:
+        return a
+    return np.asarray(a, dtype=npdt)[()]
+
+
 @dataclass
 class Spec:
     """Everything a compiled entry needs besides the program: the warm cache
@@ -332,57 +376,7 @@ class Spec:
     rets: list
     consts: object        # checks.ModuleArgs
     par: bool             # some map runs in parallel
-
-
-_BLAS_DEFERRED = [False]
-_BLAS_USE = re.compile(r"np\.(matmul|dot|vdot|inner|linalg|convolve|correlate|cov|corrcoef)\b|\s@\s")
-
-
-def defer_blas_check() -> None:
-    """Load numba's array registries without importing SciPy's BLAS (note [warm-start]).
-
-    `numba.np.arraymath`, which numba imports when it first compiles or loads a
-    function, calls `numba.np.linalg.ensure_blas()` at import: that imports
-    `scipy.linalg` (0.1-0.2 s) only to learn whether BLAS exists. Here it is
-    imported with a cheap stand-in (is SciPy installed?) and the real check is
-    put back; `ensure_blas_for(src)` runs the real one before a module that uses
-    BLAS is loaded, and numba calls it itself whenever it compiles a BLAS call.
-    Call with `_LOCK` held."""
-    if _BLAS_DEFERRED[0]:
-        return
-    _BLAS_DEFERRED[0] = True
-    if "numba.np.arraymath" in sys.modules:
-        return
-    import importlib.util
-
-    from numba.np import linalg
-
-    real = linalg.ensure_blas
-
-    def installed():
-        if importlib.util.find_spec("scipy") is None:
-            raise ImportError("scipy 0.16+ is required for linear algebra")
-
-    linalg.ensure_blas = installed
-    try:
-        import numba.np.arraymath as am
-    finally:
-        linalg.ensure_blas = real
-    if getattr(am, "ensure_blas", None) is installed:
-        am.ensure_blas = real
-
-
-def ensure_blas_for(src: str) -> None:
-    """numba's own BLAS check (SciPy's BLAS importable, with the integer width numba
-    was built for) when the module `src` may call BLAS: loading it from numba's
-    cache does not type it, so numba would not check."""
-    if _BLAS_USE.search(src):
-        from numba.np.linalg import ensure_blas
-
-        try:
-            ensure_blas()
-        except ImportError:
-            pass  # compiling (or calling) the BLAS code reports it, as before
+    shape_args: tuple = ()  # a shape-generic module's literal values (`numba_generic`), passed last
 
 
 _MALLOC_TUNED = [False]
@@ -425,7 +419,37 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
     spec = Spec(src, _module_hash(prog, f, src), not _mutual_recursion(prog), ps._Module(prog, True).fnames[f.name],
                 f.name, [ps._param_dtype(p.type) for p in f.params], [ps._param_dtype(t) for t in f.ret_types],
                 consts, par)
+    from . import numba_generic
+
+    g = None if metered else numba_generic.plan(src)
+    if g is not None:   # shape-generic: the machine code of an earlier shape, or one compile for all
+        gsrc, shape_args = g
+        import dataclasses
+
+        gspec = dataclasses.replace(spec, src=gsrc, h=_src_hash(gsrc), shape_args=shape_args)
+        fn = from_spec(gspec)
+        try:
+            fn.precompile([_numba_type(p.type) for p in f.params])
+            return fn
+        except PullbackError:   # a construct that needs its literal: compile this shape specialised
+            numba_generic.failed(gsrc)
     return from_spec(spec)
+
+
+def _src_hash(src: str) -> str:
+    """The cache name of a shape-generic module: a hash of its source and the versions."""
+    import numba
+
+    return hashlib.sha256("\n".join([_VERSION, numba.__version__, np.__version__, "generic", src])
+                          .encode()).hexdigest()[:24]
+
+
+def _numba_type(t):
+    """numba's type of a C-contiguous argument of IR type `t`."""
+    import numba
+
+    dt = numba.from_dtype(np.dtype(ps._param_dtype(t)[0]))
+    return numba.types.Array(dt, len(t.shape), "C") if t.shape else dt
 
 
 def from_spec(spec: Spec):
@@ -436,6 +460,10 @@ def from_spec(spec: Spec):
 
     tune_malloc()
     src, consts, par = spec.src, spec.consts, spec.par
+    if spec.shape_args:
+        from .numba_generic import ShapeArgs
+
+        consts = ShapeArgs(consts, spec.shape_args)
     with _LOCK:
         defer_blas_check()
         ensure_blas_for(src)
@@ -483,7 +511,7 @@ def from_spec(spec: Spec):
     def entry(*args):
         if len(args) != nparams:
             raise PullbackError(f"{spec.name} takes {nparams} arguments, got {len(args)}")
-        args = [ps._coerce(a, dt) for a, dt in zip(args, np_types)]
+        args = [_coerce(a, dt) for a, dt in zip(args, np_types)]
         args = [a.copy() if isinstance(a, np.ndarray) and not a.flags.writeable else a for a in args]
         key = tuple((a.ndim, a.flags.c_contiguous, a.flags.f_contiguous) if isinstance(a, np.ndarray) else type(a)
                     for a in args)
@@ -500,6 +528,13 @@ def from_spec(spec: Spec):
             return [outs[0](r)]
         return [o(v) for o, v in zip(outs, r)]
 
+    def precompile(param_types):
+        """Compile (or load) now for C-contiguous arguments of these numba types."""
+        sig = tuple([*param_types, *(numba.typeof(a) for a in consts.trailing())])
+        with _LOCK:
+            first_compile(("precompiled",), sig)
+
+    entry.precompile = precompile
     entry.__wrapped__ = disp
     entry.source = src
     entry.parallel = par

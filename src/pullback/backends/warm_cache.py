@@ -14,7 +14,8 @@ Contract:
   argument's pytree structure and leaf dtype/shape, the static arguments'
   values, the versions of pullback (its source files' sizes and mtimes), Python,
   NumPy, numba, llvmlite and SciPy, the CPU count and every ``PULLBACK_*`` and
-  ``NUMBA_*`` environment variable except ``PULLBACK_CACHE_DIR``.
+  ``NUMBA_*`` environment variable except those that cannot change generated
+  code (``PULLBACK_CACHE_DIR``, ``_BACKEND``, ``_DEBUG``, ``_WARM_CACHE``).
 - `fingerprint(fn)`: a function's code object (bytecode, constants, names,
   line table), the text of its file, its defaults, its closure cells' values
   and the values of the globals its code names, recursively through every
@@ -54,6 +55,8 @@ _TRUSTED = frozenset({"numpy", "scipy", "math", "cmath", "builtins", "operator",
                       "pullback", "numba", "collections", "typing", "dataclasses", "abc", "enum"})
 _IMPORT_OPS = frozenset(dis.opmap[n] for n in ("IMPORT_NAME", "IMPORT_FROM", "IMPORT_STAR") if n in dis.opmap)
 _ENV: list = []
+# settings that do not change generated code (the backend is in the key anyway)
+_NOT_CODE = frozenset({"PULLBACK_CACHE_DIR", "PULLBACK_BACKEND", "PULLBACK_DEBUG", "PULLBACK_WARM_CACHE"})
 _FILES: dict = {}       # path -> (stat key, sha256 of the text)
 
 
@@ -259,7 +262,7 @@ def environment() -> str:
     except (AttributeError, OSError):
         cores = 0
     env = sorted((k, v) for k, v in os.environ.items()
-                 if (k.startswith("PULLBACK_") and k != "PULLBACK_CACHE_DIR") or k.startswith("NUMBA_"))
+                 if (k.startswith("PULLBACK_") and k not in _NOT_CODE) or k.startswith("NUMBA_"))
     parts = (FORMAT, getattr(sys.modules.get("pullback"), "__version__", None), sys.version, sys.platform, np.__version__, numba.__version__, llvmlite.__version__,
              getattr(scipy, "__version__", None), os.cpu_count(), cores, tuple(env), tuple(_pullback_files()))
     h = hashlib.sha256(repr(parts).encode()).hexdigest()
@@ -379,6 +382,7 @@ def store(key: str, staged) -> bool:
                "cache": spec.cache, "dname": spec.dname, "name": spec.name,
                "params": [_dt_out(p) for p in spec.params], "rets": [_dt_out(r) for r in spec.rets],
                "par": bool(spec.par), "limit": spec.consts.limit is not None,
+               "shape_args": list(spec.shape_args),
                "sites": [_site_out(s) for s in spec.consts.sites], "consts": consts,
                "out_tree": _tree_out(staged.out_tree),
                "out_dtypes": [None if t is None else np.dtype(t).str for t in staged.out_dtypes]}
@@ -387,6 +391,12 @@ def store(key: str, staged) -> bool:
         return False
     STATS["stored"] += 1
     return True
+
+
+def _shape_args(vals) -> tuple:
+    if not all(type(v) in (int, float) for v in vals):
+        raise ValueError("shape arguments must be numbers")
+    return tuple(vals)
 
 
 def _load(key: str):
@@ -425,7 +435,7 @@ def _load(key: str):
         margs = ModuleArgs(consts, [_site_in(s) for s in doc["sites"]], limit, False)
         spec = numba_backend.Spec(raw.decode(), h, bool(doc["cache"]), str(doc["dname"]), str(doc["name"]),
                                   [_dt_in(p) for p in doc["params"]], [_dt_in(r) for r in doc["rets"]],
-                                  margs, bool(doc["par"]))
+                                  margs, bool(doc["par"]), _shape_args(doc.get("shape_args", [])))
         out_tree = _tree_in(doc["out_tree"])
         dts = tuple(None if t is None else np.dtype(t) for t in doc["out_dtypes"])
     except (OSError, ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError):
