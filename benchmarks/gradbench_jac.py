@@ -1,0 +1,415 @@
+"""GradBench's ba and ht evals: pullback's modules against JAX and a hand-derived Numba baseline.
+
+    PYTHONPATH=src python benchmarks/gradbench_jac.py [--evals ba,ht] [--p 31843] [--npts 100,1600]
+
+Single-threaded throughout (the process is pinned to one core and every thread
+pool, BLAS included, set to one thread before anything is imported). For each
+eval and size it times, side by side in one process, the objective and the
+Jacobian of:
+
+- pullback: the GradBench module's FUNCTIONS (`pullback.gradbench.modules.ba`
+  and `.ht`), exactly what the server times;
+- jax (if installed, float64): ba by `vmap(jacfwd(one observation))`, ht by
+  `jacfwd` of the vectorised objective (us columns by two more batched jvps);
+- numba-hand (ba only): a hand-derived Jacobian in a Numba loop over
+  observations, standing in for GradBench's manual C++;
+- pb-loop (ba only): the straightforward user code issue 13 measured, a
+  per-observation `pb.jacobian` in a Python loop, timed on the first 500
+  observations and scaled to p.
+
+Every result is checked against pullback's. Each time is the median of
+`--runs` runs after one warm-up call (the first call's time, which includes
+compiling, is reported separately). Sizes: ba at GradBench's ba1 (n = 49,
+m = 7776, p = 31843) with a synthetic camera; ht on a synthetic 22-bone model
+with 544 vertices and 1084 triangles (ADBench's small model's sizes) at the
+given numbers of correspondences, simple and complicated.
+"""
+import os
+import sys
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
+           "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
+    os.environ[_v] = "1"
+os.environ["PULLBACK_PARALLEL"] = "0"
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+os.environ.setdefault("JAX_ENABLE_X64", "1")
+if hasattr(os, "sched_setaffinity"):
+    os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+
+import argparse  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+import pullback as pb  # noqa: E402
+from pullback.gradbench.modules import ba, ht  # noqa: E402
+
+
+def timed(f, runs):
+    t0 = time.perf_counter()
+    out = f()
+    first = time.perf_counter() - t0
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - t0)
+    return out, first, float(np.median(ts)), (max(ts) - min(ts)) / float(np.median(ts))
+
+
+# --- ba -------------------------------------------------------------------------------------------
+
+BA_CAM = [0.0157, -0.0127, -0.0044, -0.0341, -0.1076, 1.1201, 399.75, 0.0, 0.0, -3.18e-7, 5.88e-13]
+BA_X = [-0.612, 0.572, -1.847]
+BA_FEAT = [-332.65, 262.09]
+
+
+def ba_input(n, m, p):
+    return {"n": n, "m": m, "p": p, "cam": BA_CAM, "x": BA_X, "w": 1.0, "feat": BA_FEAT}
+
+
+def numba_ba():
+    """Hand-derived BA: objective and the 2 x 15 blocks, one observation at a time."""
+    import numba
+
+    @numba.njit(cache=True)
+    def project(cam, X, out):
+        r0, r1, r2 = cam[0], cam[1], cam[2]
+        x0, x1, x2 = X[0] - cam[3], X[1] - cam[4], X[2] - cam[5]
+        sq = r0 * r0 + r1 * r1 + r2 * r2
+        if sq != 0.0:
+            th = np.sqrt(sq)
+            c, s = np.cos(th), np.sin(th)
+            k0, k1, k2 = r0 / th, r1 / th, r2 / th
+            t = (k0 * x0 + k1 * x1 + k2 * x2) * (1.0 - c)
+            y0 = x0 * c + (k1 * x2 - k2 * x1) * s + k0 * t
+            y1 = x1 * c + (k2 * x0 - k0 * x2) * s + k1 * t
+            y2 = x2 * c + (k0 * x1 - k1 * x0) * s + k2 * t
+        else:
+            y0, y1, y2 = x0 + r1 * x2 - r2 * x1, x1 + r2 * x0 - r0 * x2, x2 + r0 * x1 - r1 * x0
+        u, v = y0 / y2, y1 / y2
+        rsq = u * u + v * v
+        L = 1.0 + cam[9] * rsq + cam[10] * rsq * rsq
+        out[0] = u * L * cam[6] + cam[7]
+        out[1] = v * L * cam[6] + cam[8]
+
+    @numba.njit(cache=True)
+    def objective(cams, X, w, obs, feats):
+        p = w.shape[0]
+        r = np.empty(2 * p)
+        pr = np.empty(2)
+        for i in range(p):
+            project(cams[obs[i, 0]], X[obs[i, 1]], pr)
+            r[2 * i] = w[i] * (pr[0] - feats[i, 0])
+            r[2 * i + 1] = w[i] * (pr[1] - feats[i, 1])
+        return r, 1.0 - w * w
+
+    @numba.njit(cache=True)
+    def jacobian(cams, X, w, obs, feats):
+        p = w.shape[0]
+        J = np.empty((p, 2, 15))
+        dy = np.empty((3, 3))     # d y / d rot
+        R = np.empty((3, 3))      # d y / d (X - C)
+        for i in range(p):
+            cam = cams[obs[i, 0]]
+            Xi = X[obs[i, 1]]
+            wi = w[i]
+            r = cam[0:3]
+            xo = np.empty(3)
+            for a in range(3):
+                xo[a] = Xi[a] - cam[3 + a]
+            sq = r[0] * r[0] + r[1] * r[1] + r[2] * r[2]
+            y = np.empty(3)
+            if sq != 0.0:
+                th = np.sqrt(sq)
+                c, s = np.cos(th), np.sin(th)
+                k = r / th
+                kx = k[0] * xo[0] + k[1] * xo[1] + k[2] * xo[2]
+                cr = np.array([k[1] * xo[2] - k[2] * xo[1], k[2] * xo[0] - k[0] * xo[2], k[0] * xo[1] - k[1] * xo[0]])
+                for a in range(3):
+                    y[a] = xo[a] * c + cr[a] * s + k[a] * kx * (1.0 - c)
+                # R = c I + s [k]x + (1 - c) k k^T
+                for a in range(3):
+                    for b in range(3):
+                        R[a, b] = (1.0 - c) * k[a] * k[b] + (c if a == b else 0.0)
+                R[0, 1] -= s * k[2]
+                R[0, 2] += s * k[1]
+                R[1, 0] += s * k[2]
+                R[1, 2] -= s * k[0]
+                R[2, 0] -= s * k[1]
+                R[2, 1] += s * k[0]
+                for j in range(3):       # direction rot_j
+                    dth = k[j]
+                    dk = np.empty(3)
+                    for a in range(3):
+                        dk[a] = ((1.0 if a == j else 0.0) - k[a] * k[j]) / th
+                    dc, ds = -s * dth, c * dth
+                    dcr = np.array([dk[1] * xo[2] - dk[2] * xo[1], dk[2] * xo[0] - dk[0] * xo[2],
+                                    dk[0] * xo[1] - dk[1] * xo[0]])
+                    dkx = dk[0] * xo[0] + dk[1] * xo[1] + dk[2] * xo[2]
+                    for a in range(3):
+                        dy[a, j] = (xo[a] * dc + dcr[a] * s + cr[a] * ds + dk[a] * kx * (1.0 - c)
+                                    + k[a] * (dkx * (1.0 - c) - kx * dc))
+            else:
+                y[0] = xo[0] + r[1] * xo[2] - r[2] * xo[1]
+                y[1] = xo[1] + r[2] * xo[0] - r[0] * xo[2]
+                y[2] = xo[2] + r[0] * xo[1] - r[1] * xo[0]
+                R[:] = 0.0
+                R[0, 0] = R[1, 1] = R[2, 2] = 1.0
+                R[0, 1], R[0, 2], R[1, 0], R[1, 2], R[2, 0], R[2, 1] = -r[2], r[1], r[2], -r[0], -r[1], r[0]
+                dy[0, 0], dy[0, 1], dy[0, 2] = 0.0, xo[2], -xo[1]
+                dy[1, 0], dy[1, 1], dy[1, 2] = -xo[2], 0.0, xo[0]
+                dy[2, 0], dy[2, 1], dy[2, 2] = xo[1], -xo[0], 0.0
+            u, v = y[0] / y[2], y[1] / y[2]
+            rsq = u * u + v * v
+            L = 1.0 + cam[9] * rsq + cam[10] * rsq * rsq
+            dL = cam[9] + 2.0 * cam[10] * rsq
+            f = cam[6]
+            # d e / d (u, v) = w f (L I + 2 dL (u, v)^T (u, v))
+            A00 = wi * f * (L + 2.0 * dL * u * u)
+            A01 = wi * f * 2.0 * dL * u * v
+            A11 = wi * f * (L + 2.0 * dL * v * v)
+            iz = 1.0 / y[2]
+            # d (u, v) / d y
+            B = np.array([[iz, 0.0, -u * iz], [0.0, iz, -v * iz]])
+            # M = A B : d e / d y (2 x 3)
+            M = np.empty((2, 3))
+            for b in range(3):
+                M[0, b] = A00 * B[0, b] + A01 * B[1, b]
+                M[1, b] = A01 * B[0, b] + A11 * B[1, b]
+            for a in range(2):
+                for j in range(3):
+                    J[i, a, j] = M[a, 0] * dy[0, j] + M[a, 1] * dy[1, j] + M[a, 2] * dy[2, j]
+                    g = M[a, 0] * R[0, j] + M[a, 1] * R[1, j] + M[a, 2] * R[2, j]
+                    J[i, a, 3 + j] = -g
+                    J[i, a, 11 + j] = g
+            J[i, 0, 6], J[i, 1, 6] = wi * u * L, wi * v * L
+            J[i, 0, 7], J[i, 1, 7], J[i, 0, 8], J[i, 1, 8] = wi, 0.0, 0.0, wi
+            J[i, 0, 9], J[i, 1, 9] = wi * f * u * rsq, wi * f * v * rsq
+            J[i, 0, 10], J[i, 1, 10] = wi * f * u * rsq * rsq, wi * f * v * rsq * rsq
+            J[i, 0, 14] = u * L * f + cam[7] - feats[i, 0]
+            J[i, 1, 14] = v * L * f + cam[8] - feats[i, 1]
+        return J, -2.0 * w
+
+    return objective, jacobian
+
+
+def jax_ba():
+    import jax
+    import jax.numpy as jnp
+
+    def res_one(v, feat):
+        cam, X, w = v[0:11], v[11:14], v[14]
+        rot, xo = cam[0:3], X - cam[3:6]
+        sq = jnp.sum(rot * rot)
+        nz = sq != 0
+        th = jnp.sqrt(jnp.where(nz, sq, 1.0))
+        k = rot / th
+        c, s = jnp.cos(th), jnp.sin(th)
+        y = jnp.where(nz, xo * c + jnp.cross(k, xo) * s + k * jnp.dot(k, xo) * (1 - c), xo + jnp.cross(rot, xo))
+        p = y[0:2] / y[2]
+        rsq = jnp.sum(p * p)
+        proj = p * (1 + cam[9] * rsq + cam[10] * rsq * rsq) * cam[6] + cam[7:9]
+        return w * (proj - feat)
+
+    @jax.jit
+    def objective(cams, X, w, obs, feats):
+        v = jnp.concatenate([cams[obs[:, 0]], X[obs[:, 1]], w[:, None]], axis=1)
+        return jax.vmap(res_one)(v, feats).reshape(-1), 1 - w * w
+
+    @jax.jit
+    def jacobian(cams, X, w, obs, feats):
+        v = jnp.concatenate([cams[obs[:, 0]], X[obs[:, 1]], w[:, None]], axis=1)
+        return jax.vmap(jax.jacfwd(res_one))(v, feats), -2 * w
+
+    def block(f):
+        def run(*a):
+            return jax.block_until_ready(f(*a))
+        return run
+    return block(objective), block(jacobian)
+
+
+def bench_ba(n, m, p, runs, tools):
+    args = ba.prepare(ba_input(n, m, p))
+    rows = []
+    _, f0, obj_t, noise_o = timed(lambda: ba.FUNCTIONS["objective"](*args), runs)
+    (_, _, ref), f1, jac_t, noise_j = timed(lambda: ba.sparse_jacobian(*args), runs)
+    rows.append(("pullback", obj_t, jac_t, f0, f1, max(noise_o, noise_j)))
+    _, _, _, _, _ = args
+    blocks = ref[:30 * p].reshape(p, 2, 15)
+    if "numba" in tools:
+        o, j = numba_ba()
+        (r, _), f0, ot, _ = timed(lambda: o(*args), runs)
+        (J, _), f1, jt, _ = timed(lambda: j(*args), runs)
+        np.testing.assert_allclose(J, blocks, rtol=1e-6, atol=1e-9 * np.abs(blocks).max())
+        rows.append(("numba-hand", ot, jt, f0, f1, 0.0))
+    if "jax" in tools:
+        try:
+            o, j = jax_ba()
+        except ImportError as e:
+            print(f"jax skipped: {e}")
+        else:
+            _, f0, ot, _ = timed(lambda: o(*args), runs)
+            (J, _), f1, jt, _ = timed(lambda: j(*args), runs)
+            np.testing.assert_allclose(np.asarray(J), blocks, rtol=1e-6, atol=1e-9 * np.abs(blocks).max())
+            rows.append(("jax", ot, jt, f0, f1, 0.0))
+    if "loop" in tools:
+        jac1 = pb.jacobian(lambda v, f: ba.reproject(v[None, 0:11], v[None, 11:14], v[None, 14], f[None])[0])
+        cams, X, w, obs, feats = args
+        k = min(p, 500)
+
+        def loop():
+            return [jac1(np.concatenate([cams[obs[i, 0]], X[obs[i, 1]], w[i:i + 1]]), feats[i]) for i in range(k)]
+        out, f1, jt, _ = timed(loop, max(1, runs // 3))
+        np.testing.assert_allclose(out[0], blocks[0], rtol=1e-6, atol=1e-9 * np.abs(blocks).max())
+        rows.append((f"pb-loop (x{p / k:.0f})", float("nan"), jt * p / k, float("nan"), f1, 0.0))
+    return rows
+
+
+# --- ht -------------------------------------------------------------------------------------------
+
+def ht_input(nverts, ntris, npts, complicated, seed=0):
+    rng = np.random.default_rng(seed)
+    bones = 22
+    parents = [-1, 0] + [1 + 4 * (i // 4) if i % 4 == 2 else i - 1 for i in range(2, bones)]
+
+    def rigid():
+        a = rng.normal(size=3) * 0.3
+        th = np.linalg.norm(a)
+        k = a / th
+        K = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+        M = np.eye(4)
+        M[:3, :3] = np.eye(3) + np.sin(th) * K + (1 - np.cos(th)) * K @ K
+        M[:3, 3] = rng.normal(size=3) * 0.1
+        return M.tolist()
+    w = np.zeros((nverts, bones))
+    for v in range(nverts):
+        bs = rng.choice(bones, size=3, replace=False)
+        w[v, bs] = rng.dirichlet(np.ones(3))
+    model = {"bone_count": bones, "bone_names": [f"b{i}" for i in range(bones)], "parents": parents,
+             "base_relatives": [rigid() for _ in range(bones)],
+             "inverse_base_absolutes": [rigid() for _ in range(bones)],
+             "base_positions": np.concatenate([rng.normal(size=(nverts, 3)), np.ones((nverts, 1))], 1).tolist(),
+             "weights": w.tolist(), "triangles": rng.integers(0, nverts, size=(ntris, 3)).tolist(),
+             "is_mirrored": False}
+    corr = rng.integers(0, ntris if complicated else nverts, size=npts)
+    return {"theta": (0.3 * rng.normal(size=26)).tolist(),
+            "us": rng.uniform(0, 0.5, size=(npts, 2)).tolist() if complicated else [],
+            "data": {"model": model, "correspondences": corr.tolist(), "points": rng.normal(size=(npts, 3)).tolist()}}
+
+
+def jax_ht(parents):
+    import jax
+    import jax.numpy as jnp
+
+    def euler(a):
+        cx, sx, cz, sz, cy, sy = (jnp.cos(a[:, 0]), jnp.sin(a[:, 0]), jnp.cos(a[:, 1]), jnp.sin(a[:, 1]),
+                                  jnp.cos(a[:, 2]), jnp.sin(a[:, 2]))
+        return jnp.stack([cz * cy, -sz * cx + cz * sy * sx, sz * sx + cz * sy * cx, sz * cy, cz * cx + sz * sy * sx,
+                          -cz * sx + sz * sy * cx, -sy, cy * sx, cy * cx], axis=1).reshape(-1, 3, 3)
+
+    def skinned(theta, model):
+        pidx, brel, iabs, pos, wts, mirror = model
+        nb = brel.shape[0]
+        pose = jnp.concatenate([theta, jnp.zeros(1), jnp.ones(1)])[pidx]
+        rel = jnp.concatenate([brel[:, :, :3] @ euler(pose[3:]), brel[:, :, 3:]], axis=2)
+        absolutes = []
+        for i in range(nb):
+            absolutes.append(rel[i] if parents[i] < 0 else absolutes[parents[i]] @ rel[i])
+        T = jnp.stack(absolutes) @ iabs
+        posed = (pos @ T[:, :3, :].reshape(nb * 3, 4).T).reshape(-1, nb, 3)
+        verts = jnp.sum(posed * wts[:, :, None], axis=1) * mirror
+        r = pose[0]
+        sq = jnp.sum(r * r)
+        small = sq < 1e-8
+        n = jnp.sqrt(jnp.where(small, 1.0, sq))
+        x, y, z = r[0] / n, r[1] / n, r[2] / n
+        s, c = jnp.sin(n), jnp.cos(n)
+        R = jnp.stack([x * x + (1 - x * x) * c, x * y * (1 - c) - z * s, x * z * (1 - c) + y * s,
+                       x * y * (1 - c) + z * s, y * y + (1 - y * y) * c, y * z * (1 - c) - x * s,
+                       x * z * (1 - c) - y * s, z * y * (1 - c) + x * s, z * z + (1 - z * z) * c]).reshape(3, 3)
+        G = jnp.where(small, jnp.eye(3), R) * pose[1]
+        return verts @ G.T + pose[2]
+
+    def simple(theta, model, points):
+        return (points - skinned(theta, model)).reshape(-1)
+
+    def comp(theta, us, model, points):
+        v = skinned(theta, model).reshape(-1, 3, 3)
+        u0, u1 = us[:, 0:1], us[:, 1:2]
+        return (points - (u0 * v[:, 0] + u1 * v[:, 1] + (1 - u0 - u1) * v[:, 2])).reshape(-1)
+
+    def jac_simple(theta, model, points):
+        return jax.jacfwd(simple)(theta, model, points)
+
+    def jac_comp(theta, us, model, points):
+        f = jax.jit(comp)
+        Jt = jax.jacfwd(f)(theta, us, model, points)
+        ju = jax.vmap(lambda e: jax.jvp(lambda u: f(theta, u, model, points), (us,),
+                                         (jnp.broadcast_to(e, us.shape),))[1])(jnp.eye(2)).T
+        return jnp.concatenate([ju, Jt], axis=1)
+
+    def wrap(f):
+        g = jax.jit(f)
+
+        def run(*a):
+            return jax.block_until_ready(g(*a))
+        return run
+    return {"objective": (wrap(simple), wrap(comp)), "jacobian": (wrap(jac_simple), wrap(jac_comp))}
+
+
+def bench_ht(npts, complicated, runs, tools):
+    inp = ht_input(544, 1084, npts, complicated)
+    args = ht.prepare(inp)
+    theta, us, model, parents, points = args
+    rows = []
+    _, f0, ot, no = timed(lambda: ht.FUNCTIONS["objective"](*args), runs)
+    ref, f1, jt, nj = timed(lambda: ht.FUNCTIONS["jacobian"](*args), runs)
+    rows.append(("pullback", ot, jt, f0, f1, max(no, nj)))
+    if "jax" in tools:
+        try:
+            fs = jax_ht(parents)
+        except ImportError as e:
+            print(f"jax skipped: {e}")
+            return rows
+        k = 1 if complicated else 0
+        jargs = (theta, us, model, points) if complicated else (theta, model, points)
+        _, f0, ot, _ = timed(lambda: fs["objective"][k](*jargs), runs)
+        J, f1, jt, _ = timed(lambda: fs["jacobian"][k](*jargs), runs)
+        np.testing.assert_allclose(np.asarray(J), ref, rtol=1e-6, atol=1e-9 * np.abs(ref).max())
+        rows.append(("jax", ot, jt, f0, f1, 0.0))
+    return rows
+
+
+def show(title, rows):
+    base = rows[0]
+    print(f"\n{title}")
+    print(f"{'tool':18s} {'objective ms':>12s} {'jacobian ms':>12s} {'pb/tool obj':>11s} {'pb/tool jac':>11s} "
+          f"{'first obj s':>11s} {'first jac s':>11s}")
+    for name, ot, jt, f0, f1, noise in rows:
+        print(f"{name:18s} {ot * 1e3:12.3f} {jt * 1e3:12.3f} {base[1] / ot:11.2f} {base[2] / jt:11.2f} "
+              f"{f0:11.1f} {f1:11.1f}" + (f"   (spread of runs {noise:.0%})" if noise else ""))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--evals", default="ba,ht")
+    ap.add_argument("--tools", default="numba,jax,loop")
+    ap.add_argument("--p", type=int, default=31843)
+    ap.add_argument("--npts", default="100,1600")
+    ap.add_argument("--runs", type=int, default=9)
+    a = ap.parse_args()
+    tools = set(a.tools.split(","))
+    if "ba" in a.evals:
+        n, m = (49, 7776) if a.p == 31843 else (max(1, a.p // 650), max(1, a.p // 4))
+        show(f"ba n={n} m={m} p={a.p}", bench_ba(n, m, a.p, a.runs, tools))
+    if "ht" in a.evals:
+        for npts in [int(x) for x in a.npts.split(",")]:
+            for comp in (False, True):
+                show(f"ht {'complicated' if comp else 'simple'} npts={npts} (544 vertices)",
+                     bench_ht(npts, comp, a.runs, tools))
+
+
+if __name__ == "__main__":
+    main()
