@@ -41,6 +41,7 @@ def _qualname(f) -> str:
 
 
 def markdown() -> str:
+    from .. import combinators, lax, reducers  # noqa: F401  (they register on import; `import pullback` is lazy)
     from .numpy_api import FUNCS, METHODS
 
     try:  # SciPy's rows are registered lazily (numpy_api.lookup): list them whether or not that has happened
