@@ -2,6 +2,7 @@
 (issue 13 §2, note [warm-start]).
 
     python benchmarks/warm_start.py [--runs 7] [--cases small,gmm_grad,...] [--cache-dir DIR]
+    python benchmarks/warm_start.py --shapes small,kmeans_dir[,gmm_grad]
 
 For each case, one process fills a private cache (its time is the cold start,
 `cold`), then `--runs` new processes each call the function once:
@@ -17,6 +18,13 @@ the parent from just before it starts the child to the child's first result
 to one core with ``taskset -c 0`` when available. Runs of the variants are
 interleaved, so load on a shared machine hits them alike; compare within one
 run only.
+
+``--shapes``: one process per variant calls the function at four sizes in turn
+(an empty cache: the first size compiles), printing the first call's seconds
+and the per-call median at each size, with shape-generic modules
+(note [shape-generic]) on and off (``PULLBACK_SHAPE_GENERIC=0``).
+``--speed``: the specialised and the shape-generic module of one program at the
+last size, timed interleaved in one process (their results must be equal).
 """
 from __future__ import annotations
 
@@ -99,6 +107,124 @@ r = f(np.ones(3))
 }
 
 
+_SHAPES = {
+    "kmeans_dir": ("""
+import numpy as np
+from pullback.gradbench.modules import kmeans
+fn = kmeans.FUNCTIONS["dir"]
+def args(n):
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((10, 8)), rng.standard_normal((n, 8))
+""", (1000, 2000, 3000, 4000)),
+    "gmm_grad": ("""
+import numpy as np
+from pullback.gradbench.modules import gmm
+fn = gmm._grad
+def args(n, k=5, d=8):
+    rng = np.random.default_rng(0)
+    return (rng.standard_normal(k), rng.standard_normal((k, d)), rng.standard_normal((k, d)),
+            rng.standard_normal((k, d * (d - 1) // 2)), rng.standard_normal((n, d)), gmm.lower_index(d), 1.0, 0)
+""", (1000, 2000, 3000, 4000)),
+    "small": ("""
+import numpy as np, pullback as pb
+def f(x, W):
+    h = np.tanh(W @ x)
+    return np.sum(h * h) / x.shape[0]
+fn = pb.grad(f)
+def args(n):
+    return np.linspace(0.1, 0.9, n), np.cos(np.arange(50 * n).reshape(50, n))
+""", (1000, 2000, 3000, 4000)),
+}
+
+_SHAPE_DRIVER = """
+import time, statistics, json
+out = []
+for n in SIZES:
+    a = args(n)
+    t = time.perf_counter(); fn(*a); first = time.perf_counter() - t
+    ts = []
+    for _ in range(30):
+        t = time.perf_counter(); fn(*a); ts.append(time.perf_counter() - t)
+    out.append([n, first, statistics.median(ts)])
+print("J", json.dumps(out))
+"""
+
+
+_SPEED_DRIVER = """
+import os, time, statistics
+from pullback.backends import numba_backend as nb
+from pullback.pytree import flatten
+fn(*args(SIZES[0]))                      # the first module of the skeleton (specialised)
+a = args(SIZES[-1])
+prog = (fn._jit if hasattr(fn, "_jit") else fn).staged(*a).prog
+os.environ["PULLBACK_SHAPE_GENERIC"] = "0"
+spec = nb.compile_prog(prog)
+os.environ["PULLBACK_SHAPE_GENERIC"] = "1"
+gen = nb.compile_prog(prog)
+assert gen.spec.shape_args, "no generic module"
+leaves, _ = flatten(a)
+import numpy as np
+assert all(np.array_equal(x, y) for x, y in zip(spec(*leaves), gen(*leaves)))
+ts, tg = [], []
+for r in range(21):
+    for f, acc in ((spec, ts), (gen, tg)):
+        t0 = time.perf_counter()
+        for _ in range(10):
+            f(*leaves)
+        acc.append((time.perf_counter() - t0) / 10)
+print("S", statistics.median(ts), statistics.median(tg), len(gen.spec.shape_args))
+"""
+
+
+def _speed(names, cache_root):
+    """Per-call time of the specialised and the shape-generic module of one
+    program at the last size, interleaved in one process (results equal)."""
+    print("\nspeed: specialised vs shape-generic module at the last size, one process, interleaved "
+          "(21 rounds of 10 calls; medians)")
+    for name in names:
+        body, sizes = _SHAPES[name]
+        code = _child_code(body + f"SIZES = {list(sizes)!r}\n" + _SPEED_DRIVER)
+        cache = tempfile.mkdtemp(prefix="pullback-speed-bench-", dir=cache_root)
+        path = os.path.join(cache, "driver.py")
+        with open(path, "w") as fh:
+            fh.write(code)
+        pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
+        p = subprocess.run([*pin, sys.executable, path], env=_env(cache, False), cwd=cache, capture_output=True,
+                           text=True, timeout=3600)
+        if p.returncode != 0:
+            raise RuntimeError(p.stderr[-2000:])
+        ts, tg, k = [ln for ln in p.stdout.splitlines() if ln.startswith("S ")][-1].split()[1:]
+        print(f"{name:12s} n={sizes[-1]}: specialised {float(ts) * 1e3:8.3f} ms   generic {float(tg) * 1e3:8.3f} ms"
+              f"   ratio {float(tg) / float(ts):.3f}   ({k} literals are arguments)", flush=True)
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def _per_shape(names, cache_root):
+    """First-call seconds per new size in one process (the first size compiles),
+    and the per-call median at each size, with shape-generic modules on and off."""
+    print("\nper shape: one process calls at each size in turn (empty cache); first call s, per call ms")
+    for name in names:
+        body, sizes = _SHAPES[name]
+        code = _child_code(body + f"SIZES = {list(sizes)!r}\n" + _SHAPE_DRIVER)
+        for label, gen in (("generic", "1"), ("specialised", "0")):
+            cache = tempfile.mkdtemp(prefix="pullback-shape-bench-", dir=cache_root)
+            env = dict(_env(cache, False), PULLBACK_SHAPE_GENERIC=gen)
+            path = os.path.join(cache, "driver.py")
+            with open(path, "w") as fh:
+                fh.write(code)
+            pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
+            p = subprocess.run([*pin, sys.executable, path], env=env, cwd=cache, capture_output=True, text=True,
+                               timeout=3600)
+            if p.returncode != 0:
+                raise RuntimeError(p.stderr[-2000:])
+            import json
+
+            rows = json.loads([ln for ln in p.stdout.splitlines() if ln.startswith("J ")][-1][2:])
+            cells = "  ".join(f"n={n}: {first:6.2f}s {per * 1e3:7.3f}ms" for n, first, per in rows)
+            print(f"{name:12s} {label:12s} {cells}", flush=True)
+            shutil.rmtree(cache, ignore_errors=True)
+
+
 def _child_code(body: str) -> str:
     return f"import sys; sys.path.insert(0, {SRC!r})\n{body}\nimport time; print('T', repr(time.time()))\n"
 
@@ -137,7 +263,17 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--cases", default=",".join(_CASES))
     ap.add_argument("--cache-dir", default=None, help="a cache to use (default: a new temporary one)")
+    ap.add_argument("--shapes", default=None,
+                    help=f"per-shape figures instead (shape-generic code on and off) for these cases: {','.join(_SHAPES)}")
+    ap.add_argument("--speed", default=None,
+                    help="per-call time of specialised vs shape-generic code for these cases (same names)")
     args = ap.parse_args(argv)
+    if args.speed:
+        _speed([c for c in args.speed.split(",") if c], args.cache_dir)
+        return
+    if args.shapes:
+        _per_shape([c for c in args.shapes.split(",") if c], args.cache_dir)
+        return
     cache = args.cache_dir or tempfile.mkdtemp(prefix="pullback-warm-bench-")
     cwd = tempfile.mkdtemp(prefix="pullback-warm-cwd-")   # numba's cache for the trivial function lives here
     names = [c for c in args.cases.split(",") if c]

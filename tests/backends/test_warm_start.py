@@ -68,6 +68,11 @@ _PROG = textwrap.dedent("""
 
     def f_matmul(A, x):
         return np.sum(np.tanh(A @ x))
+
+
+    def f_const(x):
+        t = np.arange(5000.0) / 5000.0    # a large constant: a hidden argument stored beside the entry
+        return np.sum(x * t)
 """)
 
 _HELPERS = textwrap.dedent("""
@@ -112,6 +117,7 @@ _CHILD = textwrap.dedent("""
         "static": lambda: pb.jit(prog.f_static, static_argnums=1)(x, 3),
         "refused": lambda: pb.grad(prog.f_refused)(x),
         "matmul": lambda: pb.grad(prog.f_matmul, argnums=1)(A, x),
+        "const": lambda: pb.grad(prog.f_const)(np.linspace(0.1, 0.9, 5000)),
     }
     out = {}
     for name in cfg["cases"]:
@@ -143,6 +149,8 @@ def _expected(name, scale=2.0, c=1.5, n=5, h=2.0):
         return np.sum(x ** 3)
     if name == "refused":
         return np.full(5, 4.0)
+    if name == "const":
+        return np.arange(5000.0) / 5000.0
     if name == "matmul":
         A = np.arange(15.0).reshape(3, 5) / 20
         return A.T @ (1 - np.tanh(A @ x) ** 2)
@@ -196,7 +204,7 @@ def _check(out, name, **kw):
 
 @pytest.mark.slow
 def test_second_process_does_not_stage(tmp_path):
-    cases = ["plain", "helper", "global", "closure", "shape", "jvp", "static"]
+    cases = ["plain", "helper", "global", "closure", "shape", "jvp", "static", "const"]
     proj = _Project(tmp_path)
     a, b = proj.pair(cases)
     for name in cases:

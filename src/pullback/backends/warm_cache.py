@@ -29,8 +29,9 @@ Contract:
   (same ownership/permission rules, atomic 0o600 writes), naming the module
   ``pb_<hash>.py`` and its sha256; the module is read and checked against it
   before it is executed, numba's files go through the module's manifest as
-  before, large constants are ``.npy`` files (loaded without pickle, checked by
-  sha256). Anything missing, unreadable or mismatching is a miss.
+  before, large constants are ``pb_c<sha256>.npy`` files (loaded without
+  pickle, checked by sha256). Anything missing, unreadable or mismatching is
+  a miss.
   ``PULLBACK_WARM_CACHE=0`` turns the warm cache off.
 - `STATS` counts hits, misses, refusals and stores in this process (tests).
 - Thread safety: no shared mutable state besides `STATS` and two per-process
@@ -365,18 +366,19 @@ def store(key: str, staged) -> bool:
     try:
         consts = []
         d = module_dir()
-        for j, a in enumerate(spec.consts):
+        for a in spec.consts:
             if not isinstance(a, np.ndarray) or a.dtype.hasobject:
                 return False
-            data = np.ascontiguousarray(a)
-            name = f"pb_{spec.h}.k{j}.npy"
             import io
 
             buf = io.BytesIO()
-            np.save(buf, data, allow_pickle=False)
+            np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
             raw = buf.getvalue()
-            atomic_write(os.path.join(d, name), raw)
-            consts.append([name, hashlib.sha256(raw).hexdigest()])
+            sha = hashlib.sha256(raw).hexdigest()
+            name = f"pb_c{sha[:32]}.npy"   # by content: shape-generic modules share a name across shapes
+            if not os.path.exists(os.path.join(d, name)):
+                atomic_write(os.path.join(d, name), raw)
+            consts.append([name, sha])
         doc = {"format": FORMAT, "key": key, "module": spec.h,
                "module_sha256": hashlib.sha256(spec.src.encode()).hexdigest(),
                "cache": spec.cache, "dname": spec.dname, "name": spec.name,
@@ -420,7 +422,7 @@ def _load(key: str):
             return None
         consts = []
         for name, sha in doc["consts"]:
-            if not (isinstance(name, str) and name.startswith(f"pb_{h}.k") and "/" not in name):
+            if not (isinstance(name, str) and name.startswith("pb_c") and name.endswith(".npy") and "/" not in name):
                 return None
             with open(os.path.join(d, name), "rb") as fh:
                 data = fh.read()
