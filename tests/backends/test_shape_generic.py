@@ -126,3 +126,69 @@ def test_new_shape_runs_without_a_numba_compile(registry, monkeypatch):
         np.testing.assert_allclose(got, W.T @ (2 * t * (1 - t * t)) / size, rtol=1e-12, atol=1e-14)
     assert seen[0] > 0 and seen[1] > 0          # specialised, then the generic module
     assert seen[2] == 0 and seen[3] == 0        # later shapes: no compile
+
+
+_CHILD = '''
+import json, sys
+sys.path.insert(0, {src!r})
+import numpy as np
+import pullback as pb
+from numba.core import compiler
+import pullback.frontend as fe
+
+n = [0, 0]
+real, real_stage = compiler.compile_extra, fe.stage
+
+def counting(*a, **k):
+    n[0] += 1
+    return real(*a, **k)
+
+def stage(*a, **k):
+    n[1] += 1
+    return real_stage(*a, **k)
+
+compiler.compile_extra, fe.stage = counting, stage
+sys.path.insert(0, {here!r})
+import prog_gen
+g = pb.grad(prog_gen.f, backend="numba")
+out = []
+for size in json.loads(sys.argv[1]):
+    x = np.linspace(0.1, 0.9, size)
+    before = list(n)
+    got = g(x)
+    out.append([size, n[0] - before[0], n[1] - before[1], bool(np.allclose(got, 2 * x / size, rtol=1e-12))])
+print(json.dumps(out))
+'''
+
+
+@pytest.mark.slow
+def test_generic_module_across_processes(tmp_path):
+    """A second process runs a third shape on the generic module from the disk
+    cache (staging, no compile) and a shape seen before from the warm cache
+    (neither)."""
+    import json
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    (tmp_path / "prog_gen.py").write_text("import numpy as np\n\n\ndef f(x):\n    return np.sum(x * x) / x.shape[0]\n")
+    child = tmp_path / "child.py"
+    src = str(pathlib.Path(__file__).resolve().parents[2] / "src")
+    child.write_text(_CHILD.format(src=src, here=str(tmp_path)))
+    env = dict(os.environ, PULLBACK_CACHE_DIR=str(tmp_path / "cache"), PYTHONDONTWRITEBYTECODE="1")
+    env.pop("PULLBACK_SHAPE_GENERIC", None)
+    env.pop("PULLBACK_WARM_CACHE", None)
+
+    def run(sizes):
+        p = subprocess.run([sys.executable, str(child), json.dumps(sizes)], env=env, capture_output=True, text=True,
+                           timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    first = run([100, 200])
+    assert all(ok for *_, ok in first) and first[0][1] > 0 and first[1][1] > 0
+    second = run([300, 200])
+    assert all(ok for *_, ok in second), second
+    assert second[0][1] == 0 and second[0][2] == 1     # a new shape: staged, not compiled
+    assert second[1][1] == 0 and second[1][2] == 0     # a shape seen before: neither

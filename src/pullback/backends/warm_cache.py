@@ -442,7 +442,11 @@ def _load(key: str):
         dts = tuple(None if t is None else np.dtype(t) for t in doc["out_dtypes"])
     except (OSError, ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError):
         return None
-    return numba_backend.from_spec(spec), out_tree, dts
+    try:
+        run = numba_backend.from_spec(spec)
+    except OSError:   # the module could not be (re)written: stage and compile as usual
+        return None
+    return run, out_tree, dts
 
 
 def lookup(jitted, args, static=()):
