@@ -111,22 +111,23 @@ def numba_ba():
         J = np.empty((p, 2, 15))
         dy = np.empty((3, 3))     # d y / d rot
         R = np.empty((3, 3))      # d y / d (X - C)
+        xo, y, k, cr, dk, dcr = np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+        B, M = np.empty((2, 3)), np.empty((2, 3))   # d (u, v) / d y, d e / d y
         for i in range(p):
             cam = cams[obs[i, 0]]
             Xi = X[obs[i, 1]]
             wi = w[i]
             r = cam[0:3]
-            xo = np.empty(3)
             for a in range(3):
                 xo[a] = Xi[a] - cam[3 + a]
             sq = r[0] * r[0] + r[1] * r[1] + r[2] * r[2]
-            y = np.empty(3)
             if sq != 0.0:
                 th = np.sqrt(sq)
                 c, s = np.cos(th), np.sin(th)
-                k = r / th
+                for a in range(3):
+                    k[a] = r[a] / th
                 kx = k[0] * xo[0] + k[1] * xo[1] + k[2] * xo[2]
-                cr = np.array([k[1] * xo[2] - k[2] * xo[1], k[2] * xo[0] - k[0] * xo[2], k[0] * xo[1] - k[1] * xo[0]])
+                cr[0], cr[1], cr[2] = k[1] * xo[2] - k[2] * xo[1], k[2] * xo[0] - k[0] * xo[2], k[0] * xo[1] - k[1] * xo[0]
                 for a in range(3):
                     y[a] = xo[a] * c + cr[a] * s + k[a] * kx * (1.0 - c)
                 # R = c I + s [k]x + (1 - c) k k^T
@@ -141,12 +142,12 @@ def numba_ba():
                 R[2, 1] += s * k[0]
                 for j in range(3):       # direction rot_j
                     dth = k[j]
-                    dk = np.empty(3)
                     for a in range(3):
                         dk[a] = ((1.0 if a == j else 0.0) - k[a] * k[j]) / th
                     dc, ds = -s * dth, c * dth
-                    dcr = np.array([dk[1] * xo[2] - dk[2] * xo[1], dk[2] * xo[0] - dk[0] * xo[2],
-                                    dk[0] * xo[1] - dk[1] * xo[0]])
+                    dcr[0] = dk[1] * xo[2] - dk[2] * xo[1]
+                    dcr[1] = dk[2] * xo[0] - dk[0] * xo[2]
+                    dcr[2] = dk[0] * xo[1] - dk[1] * xo[0]
                     dkx = dk[0] * xo[0] + dk[1] * xo[1] + dk[2] * xo[2]
                     for a in range(3):
                         dy[a, j] = (xo[a] * dc + dcr[a] * s + cr[a] * ds + dk[a] * kx * (1.0 - c)
@@ -172,9 +173,8 @@ def numba_ba():
             A11 = wi * f * (L + 2.0 * dL * v * v)
             iz = 1.0 / y[2]
             # d (u, v) / d y
-            B = np.array([[iz, 0.0, -u * iz], [0.0, iz, -v * iz]])
+            B[0, 0], B[0, 1], B[0, 2], B[1, 0], B[1, 1], B[1, 2] = iz, 0.0, -u * iz, 0.0, iz, -v * iz
             # M = A B : d e / d y (2 x 3)
-            M = np.empty((2, 3))
             for b in range(3):
                 M[0, b] = A00 * B[0, b] + A01 * B[1, b]
                 M[1, b] = A01 * B[0, b] + A11 * B[1, b]
@@ -255,7 +255,7 @@ def bench_ba(n, m, p, runs, tools):
             np.testing.assert_allclose(np.asarray(J), blocks, rtol=1e-6, atol=1e-9 * np.abs(blocks).max())
             rows.append(("jax", ot, jt, f0, f1, 0.0))
     if "loop" in tools:
-        jac1 = pb.jacobian(lambda v, f: ba.reproject(v[None, 0:11], v[None, 11:14], v[None, 14], f[None])[0])
+        jac1 = pb.jacobian(lambda v, f: ba.reproject(v[0:11, None], v[11:14, None], v[14:15], f[:, None])[:, 0])
         cams, X, w, obs, feats = args
         k = min(p, 500)
 

@@ -20,8 +20,8 @@ and observation i sees camera i % n and point i % m (`expand`, untimed).
 
 How the Jacobian is taken: residual row 2i+k depends only on observation i's
 camera, point and weight, so the gradient of sum_i r_i[k] with respect to the
-stacked per-observation parameters (p, 15) is, row by row, the k-th row of
-every observation's block. Two reverse passes (`pb.grad`) of the vectorised
+per-observation parameters (cameras and points gathered per observation) is,
+column by column, the k-th row of every observation's block. Two reverse passes (`pb.grad`) of the vectorised
 residual give the whole Jacobian: about as much work as 8 objectives, where
 15 forward passes (`pb.vmap` of `pb.jvp` over basis tangents, or
 `pb.vmap(pb.jacfwd(...))` per observation) cost several times more (measured in
@@ -38,12 +38,13 @@ NCAM = 11
 
 
 def reproject(cam, X, w, feat):
-    """Weighted reprojection residuals (p, 2) for per-observation cameras (p, 11),
-    points (p, 3), weights (p,) and features (p, 2)."""
-    r0, r1, r2 = cam[:, 0], cam[:, 1], cam[:, 2]
-    x0 = X[:, 0] - cam[:, 3]
-    x1 = X[:, 1] - cam[:, 4]
-    x2 = X[:, 2] - cam[:, 5]
+    """Weighted reprojection residuals (2, p) for per-observation cameras (11, p),
+    points (3, p), weights (p,) and features (2, p): one row per coordinate, so
+    each quantity below is a contiguous length-p vector."""
+    r0, r1, r2 = cam[0], cam[1], cam[2]
+    x0 = X[0] - cam[3]
+    x1 = X[1] - cam[4]
+    x2 = X[2] - cam[5]
     # Rodrigues' rotation; a zero rotation vector takes the first-order form
     sq = r0 * r0 + r1 * r1 + r2 * r2
     nz = sq != 0.0
@@ -59,43 +60,47 @@ def reproject(cam, X, w, feat):
     u = y0 / y2
     v = y1 / y2
     rsq = u * u + v * v
-    scale = (1.0 + cam[:, 9] * rsq + cam[:, 10] * rsq * rsq) * cam[:, 6]
-    e0 = w * (u * scale + cam[:, 7] - feat[:, 0])
-    e1 = w * (v * scale + cam[:, 8] - feat[:, 1])
-    return np.stack([e0, e1], axis=1)
+    scale = (1.0 + cam[9] * rsq + cam[10] * rsq * rsq) * cam[6]
+    e0 = w * (u * scale + cam[7] - feat[0])
+    e1 = w * (v * scale + cam[8] - feat[1])
+    return np.stack([e0, e1])
 
 
-def stacked(cams, X, w, obs):
-    """Each observation's parameters in one row: camera (11), point (3), weight."""
-    return np.concatenate([cams[obs[:, 0]], X[obs[:, 1]], w[:, None]], axis=1)
-
-
-def residuals(v, feats):
-    return reproject(v[:, 0:NCAM], v[:, NCAM:NCAM + 3], v[:, NCAM + 3], feats)
+def per_observation(cams, X, obs):
+    """Each observation's camera (11, p) and point (3, p), one parameter per row."""
+    return cams.T[:, obs[:, 0]], X.T[:, obs[:, 1]]
 
 
 def ba_objective(cams, X, w, obs, feats):
-    r = reproject(cams[obs[:, 0]], X[obs[:, 1]], w, feats)
-    return r.reshape(-1), 1.0 - w * w
+    cam, pt = per_observation(cams, X, obs)
+    r = reproject(cam, pt, w, feats.T)
+    return r.T.reshape(-1), 1.0 - w * w
 
 
-def ba_blocks(cams, X, w, obs, feats):
-    """(p, 2, 15): observation i's rows of the Jacobian, and (p,): d w_err / d w."""
-    v = stacked(cams, X, w, obs)
-    row0 = pb.grad(lambda u: np.sum(residuals(u, feats)[:, 0]))(v)
-    row1 = pb.grad(lambda u: np.sum(residuals(u, feats)[:, 1]))(v)
-    return np.stack([row0, row1], axis=1), -2.0 * w
+def ba_rows(cams, X, w, obs, feats):
+    """Row k of every observation's 2 x 15 block, k = 0, 1, as gradients
+    (d/d camera (11, p), d/d point (3, p), d/d weight (p,)); and d w_err / d w."""
+    cam, pt = per_observation(cams, X, obs)
+    ft = feats.T
+    row0 = pb.grad(lambda c, x, u: np.sum(reproject(c, x, u, ft)[0]), argnums=(0, 1, 2))(cam, pt, w)
+    row1 = pb.grad(lambda c, x, u: np.sum(reproject(c, x, u, ft)[1]), argnums=(0, 1, 2))(cam, pt, w)
+    return row0, row1, -2.0 * w
 
 
 _objective = pb.jit(ba_objective, backend=backend())
-_blocks = pb.jit(ba_blocks, backend=backend())
+_rows = pb.jit(ba_rows, backend=backend())
 
 
 def sparse_jacobian(cams, X, w, obs, feats):
     """The whole Jacobian as GradBench's row-major sparse arrays (rows, cols, vals)."""
     n, m, p = cams.shape[0], X.shape[0], w.shape[0]
-    blocks, wd = _blocks(cams, X, w, obs, feats)
+    row0, row1, wd = _rows(cams, X, w, obs, feats)
     per = NCAM + 4
+    blocks = np.empty((p, 2, per))
+    for k, (gc, gx, gw) in enumerate((row0, row1)):
+        blocks[:, k, :NCAM] = gc.T
+        blocks[:, k, NCAM:NCAM + 3] = gx.T
+        blocks[:, k, NCAM + 3] = gw
     rows = np.concatenate([np.arange(2 * p + 1, dtype=np.int64) * per,
                            2 * p * per + np.arange(1, p + 1, dtype=np.int64)])
     block_cols = np.concatenate([NCAM * obs[:, :1] + np.arange(NCAM), NCAM * n + 3 * obs[:, 1:2] + np.arange(3),
