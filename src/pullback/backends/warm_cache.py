@@ -74,7 +74,10 @@ class _Refused(Exception):
 # ---------------------------------------------------------------------------
 
 def _trusted(modname) -> bool:
-    return isinstance(modname, str) and modname.partition(".")[0] in _TRUSTED
+    """A library module counted by name (its version is in the key). pullback's
+    GradBench modules are application code: fingerprinted like the user's."""
+    return (isinstance(modname, str) and modname.partition(".")[0] in _TRUSTED
+            and not modname.startswith("pullback.gradbench"))
 
 
 def _file_hash(path: str) -> str:
@@ -241,7 +244,7 @@ def _pullback_files() -> list:
     base = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = []
     for d, dirs, files in os.walk(base):
-        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+        dirs[:] = sorted(x for x in dirs if x != "__pycache__" and not (d == base and x == "gradbench"))
         for f in sorted(files):
             if f.endswith(".py"):
                 st = os.stat(os.path.join(d, f))
