@@ -431,7 +431,7 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
         try:
             fn.precompile([_numba_type(p.type) for p in f.params])
             return fn
-        except PullbackError:   # a construct that needs its literal: compile this shape specialised
+        except Exception:   # noqa: BLE001 - e.g. a construct that needs its literal: compile this shape specialised
             numba_generic.failed(gsrc)
     return from_spec(spec)
 
