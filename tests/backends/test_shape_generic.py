@@ -192,3 +192,21 @@ def test_generic_module_across_processes(tmp_path):
     assert all(ok for *_, ok in second), second
     assert second[0][1] == 0 and second[0][2] == 1     # a new shape: staged, not compiled
     assert second[1][1] == 0 and second[1][2] == 0     # a shape seen before: neither
+
+
+@pytest.mark.slow
+def test_generic_module_numba_cannot_compile_falls_back(registry, monkeypatch):
+    """A generic module numba cannot type (here: one whose functions do not take
+    the tuple) is reported to `failed`, and the shape is compiled specialised."""
+    import pullback as pb
+
+    calls = []
+    monkeypatch.setattr(numba_generic, "plan", lambda src: (src, (123,)))
+    monkeypatch.setattr(numba_generic, "failed", lambda gsrc: calls.append(gsrc))
+
+    def f(x):
+        return np.sum(np.sin(x) * x)
+
+    x = np.linspace(0.1, 0.9, 40)
+    np.testing.assert_allclose(pb.grad(f, backend="numba")(x), np.sin(x) + x * np.cos(x), rtol=1e-13)
+    assert len(calls) == 1
