@@ -420,3 +420,31 @@ def test_damaged_entry_is_a_miss(tmp_path, monkeypatch):
     (d / "pb_wk2.warm.json").write_text("{not json")
     assert warm_cache._load("k2") is None
     assert warm_cache._load("k3") is None                          # missing
+
+
+def test_module_attributes_read_by_a_second_function_count(tmp_path):
+    """Two functions read different attributes of one user module: both
+    attributes are in the fingerprint of a function that calls both."""
+    import sys
+
+    from pullback.backends.warm_cache import fingerprint
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        cfg = _module(tmp_path, "fp_cfg", "A = 1.0\nB = 2.0\n")
+        sys.modules["fp_cfg"] = cfg
+        m = _module(tmp_path, "fp_e", """
+            import fp_cfg
+
+            def g(x):
+                return x * fp_cfg.B
+
+            def f(x):
+                return g(x) + fp_cfg.A
+        """)
+        base = fingerprint(m.f)
+        cfg.B = 3.0
+        assert fingerprint(m.f) != base
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("fp_cfg", None)

@@ -106,11 +106,14 @@ class _Walk:
         self.seen: dict = {}
         self.alive: list = []   # keeps the objects visited alive, so ids stay unique
 
-    def ref(self, v):
-        k = self.seen.get(id(v))
+    def ref(self, v, ctx=None):
+        """A reference to `v` (with `ctx`) if it was walked before, else None (and
+        it is now being walked)."""
+        key = (id(v), ctx)
+        k = self.seen.get(key)
         if k is not None:
             return ("ref", k)
-        self.seen[id(v)] = len(self.seen)
+        self.seen[key] = len(self.seen)
         self.alive.append(v)
         return None
 
@@ -183,7 +186,7 @@ class _Walk:
         name = getattr(m, "__name__", "?")
         if _trusted(name):
             return ("module", name)
-        r = self.ref(m)
+        r = self.ref(m, names)   # per set of names: another function may read other attributes
         if r:
             return r
         out = []
