@@ -11,12 +11,17 @@ and selects, inlined into the caller (``dialect.deco_inline``), so LLVM's
 loop vectoriser can vectorise a loop that calls them; numba's own forms call
 scalar libm (numba >= 0.62 has no SVML), which blocks vectorisation. Other
 dtypes, and everything when ``PULLBACK_VECMATH=0``, print NumPy's form
-(libm), as before. pysource is unaffected (its own forms come first).
+(libm), as before. pysource is unaffected (its own forms come first). The
+setting is read when a program is compiled (pb.jit's in-process caches do not
+key on it; the warm cache does). A loop that numba_fusion accumulates into
+`lanes[i & 7]` (a fused full sum) is not vectorised, and there the scalar
+helper is slower than libm (note [vecmath]).
 
 Accuracy (measured by tests/backends/test_vecmath.py and
-benchmarks/vecmath.py against mpmath): at most 1 ulp for exp, log, log1p
-and expm1, at most 2 ulp for tanh and logistic, over the whole double
-range; special values (+-0, +-inf, nan, subnormal inputs and results, the
+benchmarks/vecmath.py against mpmath): below 1 ulp for exp, log, log1p and
+expm1 (largest seen 0.69, 0.76, 0.75, 0.89) and 1.5 ulp for tanh (1.27),
+over the whole double range; logistic is pysource's formula, within 2 ulp
+of 1 of NumPy's evaluation of it. Special values (+-0, +-inf, nan, subnormal inputs and results, the
 overflow and underflow thresholds, the domain edges of log and log1p) give
 exactly NumPy's results, signs of zeros included.
 
@@ -28,8 +33,7 @@ Methods (no tables):
   gradual underflow round once). The input is clamped to +-1100 first.
 - expm1: the same reduction, and 2 (2^(k-1) expm1(r) + (2^(k-1) - 1/2)) with
   the rounding errors of the difference and the sum carried (two-sum); x
-  itself where |x| < 2^-54
-  (zeros and subnormals keep their value and sign).
+  itself where |x| < 2^-54 (zeros and subnormals keep their value and sign).
 - log: x = 2^k m with m in [sqrt(2)/2, sqrt(2)) by integer operations on the
   bits (subnormals scaled by 2^54 first), f = m - 1, s = f / (2 + f), and
   log(1 + f) = f - f^2/2 + s (f^2/2 + z Q(z)), z = s^2 (fdlibm's
@@ -40,6 +44,7 @@ Methods (no tables):
   t/(t+2) above ln(5/3)/2 (musl's ranges); below, |x| + |x|^3 T(x^2). Both
   are computed and one selected; one division; the sign is copied from x.
 - logistic: 0.5 (tanh(x/2) + 1), the pysource form.
+Polynomials are evaluated by Estrin's scheme (short dependency chains).
 P, Q and T are Chebyshev fits (mpmath `chebyfit`, 50 digits) of
 (exp(r)-1-r)/r^2 on [-0.35, 0.35] (11 terms), (log((1+s)/(1-s)) - 2s)/(s z)
 on [0, 0.0295] (8 terms) and (tanh(a) - a)/a^3 on a^2 in [0, 0.0653]
