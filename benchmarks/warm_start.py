@@ -2,7 +2,9 @@
 (issue 13 §2, note [warm-start]).
 
     python benchmarks/warm_start.py [--runs 7] [--cases small,gmm_grad,...] [--cache-dir DIR]
+    python benchmarks/warm_start.py --before OLD/src   # a `before` column: another checkout's src/
     python benchmarks/warm_start.py --shapes small,kmeans_dir[,gmm_grad]
+    python benchmarks/warm_start.py --speed small,kmeans_dir[,gmm_grad]
 
 For each case, one process fills a private cache (its time is the cold start,
 `cold`), then `--runs` new processes each call the function once:
@@ -14,7 +16,8 @@ own SciPy BLAS check, and with pullback's deferral of it).
 
 Each figure is the median over the runs (min and max beside it), measured by
 the parent from just before it starts the child to the child's first result
-(wall clock, `time.time()`), single-threaded (``*_NUM_THREADS=1``) and pinned
+(wall clock, `time.time()`), and the child's CPU seconds until then
+(`time.process_time()`, less sensitive to a loaded machine), single-threaded (``*_NUM_THREADS=1``) and pinned
 to one core with ``taskset -c 0`` when available. Runs of the variants are
 interleaved, so load on a shared machine hits them alike; compare within one
 run only.
@@ -225,8 +228,9 @@ def _per_shape(names, cache_root):
             shutil.rmtree(cache, ignore_errors=True)
 
 
-def _child_code(body: str) -> str:
-    return f"import sys; sys.path.insert(0, {SRC!r})\n{body}\nimport time; print('T', repr(time.time()))\n"
+def _child_code(body: str, src: str = SRC) -> str:
+    return (f"import sys; sys.path.insert(0, {src!r})\n{body}\n"
+            "import time; print('T', repr(time.time()), repr(time.process_time()))\n")
 
 
 def _env(cache: str, warm: bool) -> dict:
@@ -238,8 +242,10 @@ def _env(cache: str, warm: bool) -> dict:
     return env
 
 
-def _once(code: str, env: dict, cwd: str) -> float:
-    """Run `code` as a script file in `cwd` (numba caches only functions in files)."""
+def _once(code: str, env: dict, cwd: str):
+    """Run `code` as a script file in `cwd` (numba caches only functions in files);
+    (wall seconds from before the start to the first result, the child's CPU
+    seconds until then)."""
     path = os.path.join(cwd, f"case_{abs(hash(code)):x}.py")
     if not os.path.exists(path):
         with open(path, "w") as fh:
@@ -250,12 +256,14 @@ def _once(code: str, env: dict, cwd: str) -> float:
                        timeout=1200)
     if p.returncode != 0:
         raise RuntimeError(p.stderr[-2000:])
-    line = [ln for ln in p.stdout.splitlines() if ln.startswith("T ")][-1]
-    return float(line.split()[1]) - t0
+    line = [ln for ln in p.stdout.splitlines() if ln.startswith("T ")][-1].split()
+    return float(line[1]) - t0, float(line[2])
 
 
 def _fmt(ts):
-    return f"{statistics.median(ts):6.3f}  ({min(ts):.3f}-{max(ts):.3f})"
+    wall = [w for w, _ in ts]
+    cpu = statistics.median(c for _, c in ts)
+    return f"{statistics.median(wall):6.3f} ({min(wall):.3f}-{max(wall):.3f}) cpu {cpu:6.3f}"
 
 
 def main(argv=None):
@@ -265,6 +273,9 @@ def main(argv=None):
     ap.add_argument("--cache-dir", default=None, help="a cache to use (default: a new temporary one)")
     ap.add_argument("--shapes", default=None,
                     help=f"per-shape figures instead (shape-generic code on and off) for these cases: {','.join(_SHAPES)}")
+    ap.add_argument("--before", default=None,
+                    help="the src/ folder of another pullback (e.g. `git archive <commit> src | tar -x -C DIR`, "
+                         "then DIR/src): a `before` column, with its own cache")
     ap.add_argument("--speed", default=None,
                     help="per-call time of specialised vs shape-generic code for these cases (same names)")
     args = ap.parse_args(argv)
@@ -277,18 +288,26 @@ def main(argv=None):
     cache = args.cache_dir or tempfile.mkdtemp(prefix="pullback-warm-bench-")
     cwd = tempfile.mkdtemp(prefix="pullback-warm-cwd-")   # numba's cache for the trivial function lives here
     names = [c for c in args.cases.split(",") if c]
-    print(f"cache {cache}; {args.runs} runs; median (min-max) seconds from process start to first result")
+    print(f"cache {cache}; {args.runs} runs; median (min-max) wall seconds from process start to first result, "
+          "median CPU seconds")
     rows = {}
+    old_cache = tempfile.mkdtemp(prefix="pullback-warm-bench-old-")
     for name in names:
         code = _child_code(_CASES[name])
-        cold = _once(code, _env(cache, True), cwd)
+        cold = _once(code, _env(cache, True), cwd)[0]
         _once(code, _env(cache, False), cwd)   # warms the OS file cache for both variants alike
-        warm, nowarm = [], []
+        old = _child_code(_CASES[name], args.before) if args.before else None
+        if old:
+            _once(old, _env(old_cache, True), cwd)
+        warm, nowarm, before = [], [], []
         for _ in range(args.runs):
             warm.append(_once(code, _env(cache, True), cwd))
             nowarm.append(_once(code, _env(cache, False), cwd))
+            if old:
+                before.append(_once(old, _env(old_cache, True), cwd))
         rows[name] = (cold, warm, nowarm)
-        print(f"{name:14s} cold {cold:7.2f}   warm {_fmt(warm)}   no-warm {_fmt(nowarm)}", flush=True)
+        print(f"{name:11s} cold {cold:6.2f}  warm {_fmt(warm)}  no-warm {_fmt(nowarm)}"
+              + (f"  before {_fmt(before)}" if old else ""), flush=True)
     base = {k: [] for k in _BASE}
     for k in _BASE:
         _once(_child_code(_BASE[k]), _env(cache, True), cwd)
@@ -299,6 +318,7 @@ def main(argv=None):
         print(f"{k:24s} {_fmt(ts)}")
     if not args.cache_dir:
         shutil.rmtree(cache, ignore_errors=True)
+    shutil.rmtree(old_cache, ignore_errors=True)
     shutil.rmtree(cwd, ignore_errors=True)
 
 
