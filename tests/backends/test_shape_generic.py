@@ -210,3 +210,10 @@ def test_generic_module_numba_cannot_compile_falls_back(registry, monkeypatch):
     x = np.linspace(0.1, 0.9, 40)
     np.testing.assert_allclose(pb.grad(f, backend="numba")(x), np.sin(x) + x * np.cos(x), rtol=1e-13)
     assert len(calls) == 1
+
+
+def test_literals_outside_function_bodies_stay(registry):
+    """A literal in a default value or at module level cannot read `_pbs`."""
+    src = _src(100).replace("def g(x, k):", "def g(x, k=100):")
+    numba_generic.plan(src)
+    assert numba_generic.plan(_src(200).replace("def g(x, k):", "def g(x, k=200):")) is None

@@ -83,11 +83,13 @@ def _analyse(src: str):
 
 
 def _module_level(tree) -> set:
-    """ids of literal nodes outside every function (they cannot become parameters)."""
+    """ids of literal nodes evaluated outside every function body (module level,
+    decorators, defaults): they cannot become parameters."""
     inside = set()
     for f in tree.body:
         if isinstance(f, ast.FunctionDef):
-            inside.update(id(n) for n in ast.walk(f))
+            for stmt in f.body:
+                inside.update(id(n) for n in ast.walk(stmt))
     return {id(n) for n in _numbers(tree) if id(n) not in inside}
 
 
