@@ -210,6 +210,7 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
     idx = [fe.fresh(f"i{d}") for d in range(len(g.shape))]
     scalars: dict = {}  # fused result -> its scalar name in the loop
     level = depth
+    first_header = len(fe.lines)
     for d, (i, n) in enumerate(zip(idx, g.shape)):
         if gate is not None and d == gate.depth:
             (a,) = next(st.exp.args for st in g.fused if st.pat[0] is gate.var)
@@ -220,6 +221,53 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
         fe.line(level, f"for {i} in range({int(n)}):")
         level += 1
     inner = level
+    n_last = int(g.shape[-1])
+    if lanes and gate is None and n_last >= 2 * _STRIP and _strip_worth(g):
+        # strip-mined (note [vecmath]): the inner index runs in blocks of _STRIP whose
+        # lane sums go through a buffer, so the block's loop has no store through a
+        # computed index and LLVM vectorises it; the lanes and the order of additions
+        # are the same as below
+        nb = n_last - n_last % _STRIP
+        bufs = {v: fe.fresh(f"{v.name}_buf") for v in lanes}
+        ib, ij, il = fe.fresh("ib"), fe.fresh("ij"), fe.fresh("il")
+        header = fe.lines.pop()   # `for i_last in range(n_last):`, printed above
+        fe.line_locs.pop()        # (fe.lines and fe.line_locs stay parallel)
+        for v, b in bufs.items():   # allocated once, before the loop nest
+            fe.line(depth, f"{b} = np.empty({_STRIP}, dtype={ps._NP_DTYPE[v.type.dtype]})")
+            fe.lines.insert(first_header, fe.lines.pop())
+            fe.line_locs.insert(first_header, fe.line_locs.pop())
+        assert header.strip().startswith(f"for {idx[-1]} in range("), header
+        fe.line(inner - 1, f"for {ib} in range(0, {nb}, {_STRIP}):")
+        fe.line(inner, f"for {ij} in range({_STRIP}):")
+        fe.line(inner + 1, f"{idx[-1]} = {ib} + {ij}")
+        _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner + 1, dict(scalars),
+              {v: f"{b}[{ij}] =" for v, b in bufs.items()})
+        fe.line(inner, f"for {ij} in range(0, {_STRIP}, {_LANES}):")
+        fe.line(inner + 1, f"for {il} in range({_LANES}):")
+        for v, b in bufs.items():
+            fe.line(inner + 2, f"{lanes[v]}[{il}] += {b}[{ij} + {il}]")
+        fe.line(inner - 1, f"for {idx[-1]} in range({nb}, {n_last}):")
+    _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars,
+          {v: f"{lanes[v]}[{idx[-1]} & {_LANES - 1}] +=" for v in lanes})
+    for v, ln in lanes.items():
+        fe.line(depth, f"{fe.py[v]} = " + " + ".join(f"{ln}[{k}]" for k in range(_LANES)))
+    fe.assign(depth, [a for a, _ in renames], [b for _, b in renames])
+
+
+_STRIP = 256   # block length of a strip-mined fused sum
+
+
+def _strip_worth(g) -> bool:
+    """Strip-mine a group's full sums when it computes a function that vectorises
+    only without the lanes' computed-index store (note [vecmath])."""
+    from .libcalls import vecmath
+
+    return vecmath.enabled() and any(st.exp.op in vecmath.OPS for st in g.fused)
+
+
+def _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars, lanes) -> None:
+    """The fused statements at loop depth `inner`; `lanes[v]` is the text that a
+    full sum v's value is stored or added with (``buf[j] =``, ``lanes[i & 7] +=``)."""
     for st in g.fused:
         e: Prim = st.exp
         v = st.pat[0]
@@ -245,10 +293,10 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
         if v in sums:  # accumulate
             keep = sums[v]
             if v in lanes:
-                acc = f"{lanes[v]}[{idx[-1]} & {_LANES - 1}]"
+                fe.line(inner, f"{lanes[v]} {fe.a(args[0])}  # pb:sum")
             else:
                 acc = fe.py[v] + f"[{', '.join(idx[d] for d in keep)}]"
-            fe.line(inner, f"{acc} += {fe.a(args[0])}  # pb:sum")
+                fe.line(inner, f"{acc} += {fe.a(args[0])}  # pb:sum")
             continue
         if e.op in ("floordiv", "mod", "pow") and v.type.dtype in ("i64", "bool") and not (
                 isinstance(args[1], Const) and (args[1].value >= 0 if e.op == "pow" else args[1].value != 0)):
@@ -264,6 +312,3 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
         fe.line(inner, f"{name} = {text}  # pb:{e.op}")
         if v in outs:
             fe.line(inner, f"{outs[v]}[{', '.join(idx)}] = {name}")
-    for v, ln in lanes.items():
-        fe.line(depth, f"{fe.py[v]} = " + " + ".join(f"{ln}[{k}]" for k in range(_LANES)))
-    fe.assign(depth, [a for a, _ in renames], [b for _, b in renames])
