@@ -66,47 +66,60 @@ def reproject(cam, X, w, feat):
     return np.stack([e0, e1])
 
 
-def per_observation(cams, X, obs):
-    """Each observation's camera (11, p) and point (3, p), one parameter per row."""
-    return cams.T[:, obs[:, 0]], X.T[:, obs[:, 1]]
-
-
-def ba_objective(cams, X, w, obs, feats):
-    cam, pt = per_observation(cams, X, obs)
-    r = reproject(cam, pt, w, feats.T)
+def ba_objective(camsT, XT, w, cam_of, pt_of, featsT):
+    """Residuals (2p,) and (p,); the inputs one parameter per row (`soa`)."""
+    r = reproject(camsT[:, cam_of], XT[:, pt_of], w, featsT)
     return r.T.reshape(-1), 1.0 - w * w
 
 
-def ba_rows(cams, X, w, obs, feats):
+def ba_rows(camsT, XT, w, cam_of, pt_of, featsT):
     """Row k of every observation's 2 x 15 block, k = 0, 1, as gradients
-    (d/d camera (11, p), d/d point (3, p), d/d weight (p,)); and d w_err / d w."""
-    cam, pt = per_observation(cams, X, obs)
-    ft = feats.T
-    row0 = pb.grad(lambda c, x, u: np.sum(reproject(c, x, u, ft)[0]), argnums=(0, 1, 2))(cam, pt, w)
-    row1 = pb.grad(lambda c, x, u: np.sum(reproject(c, x, u, ft)[1]), argnums=(0, 1, 2))(cam, pt, w)
-    return row0, row1, -2.0 * w
+    (d/d camera (11, p), d/d point (3, p), d/d weight (p,))."""
+    cam, pt = camsT[:, cam_of], XT[:, pt_of]
+    row0 = pb.grad(lambda c, x, u: np.sum(reproject(c, x, u, featsT)[0]), argnums=(0, 1, 2))(cam, pt, w)
+    row1 = pb.grad(lambda c, x, u: np.sum(reproject(c, x, u, featsT)[1]), argnums=(0, 1, 2))(cam, pt, w)
+    return row0, row1
 
 
 _objective = pb.jit(ba_objective, backend=backend())
 _rows = pb.jit(ba_rows, backend=backend())
 
 
+def soa(cams, X, obs, feats):
+    """One parameter per row, so that every vector the residuals compute from is
+    contiguous (a transposed view would make each a strided one)."""
+    return (np.ascontiguousarray(cams.T), np.ascontiguousarray(X.T), np.ascontiguousarray(obs[:, 0]),
+            np.ascontiguousarray(obs[:, 1]), np.ascontiguousarray(feats.T))
+
+
+def residuals(cams, X, w, obs, feats):
+    """(reprojection residuals (2p,), weight residuals (p,))."""
+    camsT, XT, cam_of, pt_of, featsT = soa(cams, X, obs, feats)
+    return _objective(camsT, XT, w, cam_of, pt_of, featsT)
+
+
 def sparse_jacobian(cams, X, w, obs, feats):
     """The whole Jacobian as GradBench's row-major sparse arrays (rows, cols, vals)."""
     n, m, p = cams.shape[0], X.shape[0], w.shape[0]
-    row0, row1, wd = _rows(cams, X, w, obs, feats)
+    camsT, XT, cam_of, pt_of, featsT = soa(cams, X, obs, feats)
+    row0, row1 = _rows(camsT, XT, w, cam_of, pt_of, featsT)
     per = NCAM + 4
-    blocks = np.empty((p, 2, per))
+    nz = 2 * per * p
+    vals = np.empty(nz + p)
+    cols = np.empty(nz + p, dtype=np.int64)
+    vb, cb = vals[:nz].reshape(p, 2, per), cols[:nz].reshape(p, 2, per)
     for k, (gc, gx, gw) in enumerate((row0, row1)):
-        blocks[:, k, :NCAM] = gc.T
-        blocks[:, k, NCAM:NCAM + 3] = gx.T
-        blocks[:, k, NCAM + 3] = gw
-    rows = np.concatenate([np.arange(2 * p + 1, dtype=np.int64) * per,
-                           2 * p * per + np.arange(1, p + 1, dtype=np.int64)])
-    block_cols = np.concatenate([NCAM * obs[:, :1] + np.arange(NCAM), NCAM * n + 3 * obs[:, 1:2] + np.arange(3),
-                                 (NCAM * n + 3 * m + np.arange(p))[:, None]], axis=1)        # (p, 15)
-    cols = np.concatenate([np.repeat(block_cols, 2, axis=0).reshape(-1), NCAM * n + 3 * m + np.arange(p)])
-    vals = np.concatenate([blocks.reshape(-1), wd])
+        vb[:, k, :NCAM] = gc.T
+        vb[:, k, NCAM:NCAM + 3] = gx.T
+        vb[:, k, NCAM + 3] = gw
+    vals[nz:] = -2.0 * w
+    cb[:, :, :NCAM] = (NCAM * cam_of)[:, None, None] + np.arange(NCAM)
+    cb[:, :, NCAM:NCAM + 3] = (NCAM * n + 3 * pt_of)[:, None, None] + np.arange(3)
+    cb[:, :, NCAM + 3] = (NCAM * n + 3 * m + np.arange(p))[:, None]
+    cols[nz:] = NCAM * n + 3 * m + np.arange(p)
+    rows = np.empty(3 * p + 1, dtype=np.int64)
+    rows[:2 * p + 1] = np.arange(2 * p + 1) * per
+    rows[2 * p + 1:] = nz + np.arange(1, p + 1)
     return rows, cols, vals
 
 
@@ -115,7 +128,7 @@ def _compressed(a):
 
 
 def objective(cams, X, w, obs, feats):
-    reproj, werr = _objective(cams, X, w, obs, feats)
+    reproj, werr = residuals(cams, X, w, obs, feats)
     return {"reproj_error": {"elements": reproj[:2], "repeated": int(w.shape[0])},
             "w_err": {"element": werr[0], "repeated": int(w.shape[0])}}
 
