@@ -65,7 +65,9 @@ def _any_traced(args, kwargs, fn=None):
     leaves, _ = flatten((tuple(args), dict(kwargs)))
     if any(isinstance(x, Traced) for x in leaves):
         return True
-    if (getattr(fn, "__module__", None) or "").startswith("pullback.") and not getattr(
+    mod = getattr(fn, "__module__", None) or ""
+    # pullback's API, but not the user code shipped inside the package (the GradBench modules)
+    if mod.startswith("pullback.") and not mod.startswith("pullback.gradbench.") and not getattr(
             fn, "__pullback_stages_functions__", False):
         return False
     return any(_is_staged_fun(x) for x in leaves)

@@ -103,6 +103,31 @@ _reg(math.atan2)(_b("atan2"))
 _reg(np.logical_not)(lambda st, x: ops.logical_not(st, x) if not isinstance(x, Traced) or x.ndim == 0
                      else ops.emit(st, "not", ops.to_bool_array(st, x).atom if x.type.dtype != "bool" else x.atom))
 _reg(np.square)(lambda st, x: ops.binary(st, "mul", x, x))
+
+
+def _nonfinite(st, x):
+    """(isnan(x), isnan(x - x)): x - x is NaN exactly where x is infinite or NaN."""
+    x = x if isinstance(x, Traced) else ops.as_traced(st, x)
+    if not x.type.is_float:
+        no = ops.binary(st, "ne", x, x)
+        return no, no
+    return ops.unary(st, "isnan", x), ops.unary(st, "isnan", ops.binary(st, "sub", x, x))
+
+
+def _isfinite(st, x):
+    return ops.emit(st, "not", _nonfinite(st, x)[1].atom)
+
+
+def _isinf(st, x):
+    nan, bad = _nonfinite(st, x)
+    return ops.emit(st, "and", bad.atom, ops.emit(st, "not", nan.atom).atom)
+
+
+for _f in (np.isfinite, math.isfinite):
+    _reg(_f)(_isfinite)
+for _f in (np.isinf, math.isinf):
+    _reg(_f)(_isinf)
+_reg(math.isnan)(_u("isnan"))
 _reg(np.matmul)(lambda st, a, b: ops.matmul(st, a, b))
 _reg(np.dot)(lambda st, a, b: ops.dot(st, a, b))
 _reg(np.where)(lambda st, c, x, y: ops.where(st, c, x, y))

@@ -58,10 +58,3 @@ def argmax(f, grad, x, max_steps):
 
 def max_value(f, grad, x, max_steps):
     return f(argmax(f, grad, x, max_steps))
-
-
-# Functions defined under `pullback.` are taken for pullback's own API and run in Python when no
-# argument is traced (frontend/calls.py, `_any_traced`), even when given a closure over traced
-# values. These are user code: stage them whenever a function value reads traced values.
-for _f in (argmin, argmax, max_value):
-    _f.__pullback_stages_functions__ = True
