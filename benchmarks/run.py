@@ -343,6 +343,20 @@ def boundscheck_cost(name, size, args, rounds=2):
     return out
 
 
+def write(results, meta, desc, out, final):
+    """The report of the rows so far, written to `out` (if any); (text, bad)."""
+    from report import report
+
+    text, bad = report(results, meta, desc)
+    if not final:
+        text = text.replace("\n", "\n\n**Partial: the run has not finished (or was stopped).**\n", 1)
+    if out:
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        with open(out, "w") as f:
+            f.write(text)
+    return text, bad
+
+
 def main(argv=None):
     args = parse_args(argv)
     cpus = pin(args.threads)
@@ -364,7 +378,7 @@ def main(argv=None):
     import pullback
     from programs import NAMES, all_size_names, label, load, params, sizes_of
     from pullback.api import default_backend
-    from report import LABEL, report
+    from report import LABEL
 
     wanted = [t.strip() for t in args.tools.split(",") if t.strip()]
     for t in wanted:
@@ -375,7 +389,7 @@ def main(argv=None):
         if n not in NAMES:
             sys.exit(f"unknown program {n!r} (available: {', '.join(NAMES)})")
     for tok in args.sizes.split(","):
-        if tok.strip() not in all_size_names():
+        if tok.strip().lstrip("-") not in all_size_names():
             sys.exit(f"unknown size {tok.strip()!r} (available: {', '.join(all_size_names())})")
 
     args.backend = args.backend or default_backend()
@@ -393,28 +407,6 @@ def main(argv=None):
 
     skipped, versions = load_frameworks(wanted, args.threads)
     tools = [t for t in wanted if t not in skipped]
-
-    results, desc = {}, {}
-    for name in names:
-        mod = load(name)
-        desc[name] = mod.DESCRIPTION
-        for size in sizes_of(mod, args.sizes):
-            key = f"{name} ({label(params(mod, size))})"
-            print(f"[{key}] ...", file=sys.stderr, flush=True)
-            results[key] = run_program(mod, size, tools, args)
-            pbr = results[key].get("pullback")
-            if pbr and "error" not in pbr:
-                if warm:
-                    pbr["warm"] = warm_start(name, size, args)
-                # after the warm probe: compiling a second shape first made that probe miss numba's
-                # cache for some programs (gmm, lstm) with the checkout of 2026-11-24
-                pbr["shape"] = new_shape(mod, size, *pbr.pop("_callables"), args)
-                if warm and args.boundscheck_cost:
-                    pbr["bounds"] = boundscheck_cost(name, size, args)
-            elif pbr:
-                pbr.pop("_callables", None)
-    if not results:
-        sys.exit(f"--sizes {args.sizes!r} selects no size of the programs {', '.join(names)}")
 
     info = [
         ("date", datetime.datetime.now().isoformat(timespec="seconds")),
@@ -436,12 +428,32 @@ def main(argv=None):
                  "standing in for GradBench's manual C++"))
     info.append(("NumPy (hand)", "hand-written NumPy gradients, only for lse, llsq, det, det_lu, kmeans"))
     meta = {"sizes": args.sizes, "info": info, "rtol": args.rtol, "backend": args.backend, "warm": warm}
-    text, bad = report(results, meta, desc)
+    results, desc = {}, {}
+    for name in names:
+        mod = load(name)
+        desc[name] = mod.DESCRIPTION
+        for size in sizes_of(mod, args.sizes):
+            key = f"{name} ({label(params(mod, size))})"
+            print(f"[{key}] ...", file=sys.stderr, flush=True)
+            results[key] = run_program(mod, size, tools, args)
+            pbr = results[key].get("pullback")
+            if pbr and "error" not in pbr:
+                if warm:
+                    pbr["warm"] = warm_start(name, size, args)
+                # after the warm probe: compiling a second shape first made that probe miss numba's
+                # cache for some programs (gmm, lstm) with the checkout of 2026-11-24
+                pbr["shape"] = new_shape(mod, size, *pbr.pop("_callables"), args)
+                if warm and args.boundscheck_cost:
+                    pbr["bounds"] = boundscheck_cost(name, size, args)
+            elif pbr:
+                pbr.pop("_callables", None)
+            write(results, meta, desc, args.out, final=False)   # a killed run keeps the rows done
+    if not results:
+        sys.exit(f"--sizes {args.sizes!r} selects no size of the programs {', '.join(names)}")
+
+    text, bad = write(results, meta, desc, args.out, final=True)
     print(text)
     if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            f.write(text)
         print(f"(written to {args.out})", file=sys.stderr)
     return 1 if bad else 0
 

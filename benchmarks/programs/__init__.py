@@ -35,14 +35,18 @@ def load(name):
 
 def sizes_of(mod, spec):
     """The size names of program `mod` that `spec` selects: a comma-separated list of set names
-    (small, default, gradbench) and size names (a program without that size skips it)."""
-    out = []
+    (small, default, gradbench) and size names (a program without that size skips it); a name
+    prefixed with ``-`` is left out (``gradbench,-gb-k1000``)."""
+    out, drop = [], set()
     for tok in (t.strip() for t in spec.split(",")):
+        if tok.startswith("-"):
+            drop.add(tok[1:])
+            continue
         names = {"small": ["small"], "default": ["default"], "gradbench": list(mod.GRADBENCH)}.get(tok)
         for n in names if names is not None else ([tok] if tok in mod.SIZES else []):
             if n not in out:
                 out.append(n)
-    return out
+    return [n for n in out if n not in drop]
 
 
 def all_size_names():
