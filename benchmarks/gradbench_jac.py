@@ -17,9 +17,10 @@ Jacobian of:
   per-observation `pb.jacobian` in a Python loop, timed on the first 500
   observations and scaled to p.
 
-Every result is checked against pullback's. Each time is the median of
-`--runs` runs after one warm-up call (the first call's time, which includes
-compiling, is reported separately). Sizes: ba at GradBench's ba1 (n = 49,
+Every result is checked against pullback's. Each time is the median (and, in
+parentheses, the minimum) of `--runs` runs after one warm-up call (the first
+call's time, which includes compiling, is reported separately); on a shared,
+loaded machine the minima are the steadier figures. Sizes: ba at GradBench's ba1 (n = 49,
 m = 7776, p = 31843) with a synthetic camera; ht on a synthetic 22-bone model
 with 544 vertices and 1084 triangles (ADBench's small model's sizes) at the
 given numbers of correspondences, simple and complicated.
@@ -55,7 +56,7 @@ def timed(f, runs):
         t0 = time.perf_counter()
         f()
         ts.append(time.perf_counter() - t0)
-    return out, first, float(np.median(ts)), (max(ts) - min(ts)) / float(np.median(ts))
+    return out, first, float(np.median(ts)), float(min(ts))
 
 
 # --- ba -------------------------------------------------------------------------------------------
@@ -192,7 +193,32 @@ def numba_ba():
             J[i, 1, 14] = v * L * f + cam[8] - feats[i, 1]
         return J, -2.0 * w
 
-    return objective, jacobian
+    @numba.njit(cache=True)
+    def sparse(cams, X, w, obs, feats):
+        """The whole Jacobian in GradBench's row-major arrays, as the manual C++ builds it."""
+        n, m, p = cams.shape[0], X.shape[0], w.shape[0]
+        J, wd = jacobian(cams, X, w, obs, feats)
+        rows = np.empty(3 * p + 1, dtype=np.int64)
+        cols = np.empty(31 * p, dtype=np.int64)
+        vals = np.empty(31 * p)
+        rows[0] = 0
+        k = 0
+        for i in range(p):
+            for a in range(2):
+                for j in range(15):
+                    cols[k] = (11 * obs[i, 0] + j if j < 11 else
+                               11 * n + 3 * obs[i, 1] + j - 11 if j < 14 else 11 * n + 3 * m + i)
+                    vals[k] = J[i, a, j]
+                    k += 1
+                rows[2 * i + a + 1] = k
+        for i in range(p):
+            cols[k] = 11 * n + 3 * m + i
+            vals[k] = wd[i]
+            k += 1
+            rows[2 * p + i + 1] = k
+        return rows, cols, vals
+
+    return objective, sparse
 
 
 def jax_ba():
@@ -233,27 +259,26 @@ def jax_ba():
 def bench_ba(n, m, p, runs, tools):
     args = ba.prepare(ba_input(n, m, p))
     rows = []
-    _, f0, obj_t, noise_o = timed(lambda: ba.FUNCTIONS["objective"](*args), runs)
-    (_, _, ref), f1, jac_t, noise_j = timed(lambda: ba.sparse_jacobian(*args), runs)
-    rows.append(("pullback", obj_t, jac_t, f0, f1, max(noise_o, noise_j)))
-    _, _, _, _, _ = args
+    _, f0, ot, omin = timed(lambda: ba.FUNCTIONS["objective"](*args), runs)
+    (_, _, ref), f1, jt, jmin = timed(lambda: ba.sparse_jacobian(*args), runs)
+    rows.append(("pullback", ot, jt, f0, f1, omin, jmin))
     blocks = ref[:30 * p].reshape(p, 2, 15)
     if "numba" in tools:
         o, j = numba_ba()
-        (r, _), f0, ot, _ = timed(lambda: o(*args), runs)
-        (J, _), f1, jt, _ = timed(lambda: j(*args), runs)
-        np.testing.assert_allclose(J, blocks, rtol=1e-6, atol=1e-9 * np.abs(blocks).max())
-        rows.append(("numba-hand", ot, jt, f0, f1, 0.0))
+        _, f0, ot, omin = timed(lambda: o(*args), runs)
+        (_, _, V), f1, jt, jmin = timed(lambda: j(*args), runs)
+        np.testing.assert_allclose(V, ref, rtol=1e-6, atol=1e-9 * np.abs(blocks).max())
+        rows.append(("numba-hand", ot, jt, f0, f1, omin, jmin))
     if "jax" in tools:
         try:
             o, j = jax_ba()
         except ImportError as e:
             print(f"jax skipped: {e}")
         else:
-            _, f0, ot, _ = timed(lambda: o(*args), runs)
-            (J, _), f1, jt, _ = timed(lambda: j(*args), runs)
+            _, f0, ot, omin = timed(lambda: o(*args), runs)
+            (J, _), f1, jt, jmin = timed(lambda: j(*args), runs)
             np.testing.assert_allclose(np.asarray(J), blocks, rtol=1e-6, atol=1e-9 * np.abs(blocks).max())
-            rows.append(("jax", ot, jt, f0, f1, 0.0))
+            rows.append(("jax", ot, jt, f0, f1, omin, jmin))
     if "loop" in tools:
         jac1 = pb.jacobian(lambda v, f: ba.reproject(v[0:11, None], v[11:14, None], v[14:15], f[:, None])[:, 0])
         cams, X, w, obs, feats = args
@@ -261,9 +286,10 @@ def bench_ba(n, m, p, runs, tools):
 
         def loop():
             return [jac1(np.concatenate([cams[obs[i, 0]], X[obs[i, 1]], w[i:i + 1]]), feats[i]) for i in range(k)]
-        out, f1, jt, _ = timed(loop, max(1, runs // 3))
+        out, f1, jt, jmin = timed(loop, max(1, runs // 3))
         np.testing.assert_allclose(out[0], blocks[0], rtol=1e-6, atol=1e-9 * np.abs(blocks).max())
-        rows.append((f"pb-loop (x{p / k:.0f})", float("nan"), jt * p / k, float("nan"), f1, 0.0))
+        nan = float("nan")
+        rows.append((f"pb-loop (x{p / k:.0f})", nan, jt * p / k, nan, f1, nan, jmin * p / k))
     return rows
 
 
@@ -364,9 +390,9 @@ def bench_ht(npts, complicated, runs, tools):
     args = ht.prepare(inp)
     theta, us, model, parents, points = args
     rows = []
-    _, f0, ot, no = timed(lambda: ht.FUNCTIONS["objective"](*args), runs)
-    ref, f1, jt, nj = timed(lambda: ht.FUNCTIONS["jacobian"](*args), runs)
-    rows.append(("pullback", ot, jt, f0, f1, max(no, nj)))
+    _, f0, ot, omin = timed(lambda: ht.FUNCTIONS["objective"](*args), runs)
+    ref, f1, jt, jmin = timed(lambda: ht.FUNCTIONS["jacobian"](*args), runs)
+    rows.append(("pullback", ot, jt, f0, f1, omin, jmin))
     if "jax" in tools:
         try:
             fs = jax_ht(parents)
@@ -375,21 +401,23 @@ def bench_ht(npts, complicated, runs, tools):
             return rows
         k = 1 if complicated else 0
         jargs = (theta, us, model, points) if complicated else (theta, model, points)
-        _, f0, ot, _ = timed(lambda: fs["objective"][k](*jargs), runs)
-        J, f1, jt, _ = timed(lambda: fs["jacobian"][k](*jargs), runs)
+        _, f0, ot, omin = timed(lambda: fs["objective"][k](*jargs), runs)
+        J, f1, jt, jmin = timed(lambda: fs["jacobian"][k](*jargs), runs)
         np.testing.assert_allclose(np.asarray(J), ref, rtol=1e-6, atol=1e-9 * np.abs(ref).max())
-        rows.append(("jax", ot, jt, f0, f1, 0.0))
+        rows.append(("jax", ot, jt, f0, f1, omin, jmin))
     return rows
 
 
 def show(title, rows):
+    """Medians (and minima) in ms; ratios pullback / tool of the medians (and of the minima)."""
     base = rows[0]
     print(f"\n{title}")
-    print(f"{'tool':18s} {'objective ms':>12s} {'jacobian ms':>12s} {'pb/tool obj':>11s} {'pb/tool jac':>11s} "
+    print(f"{'tool':16s} {'objective ms':>16s} {'jacobian ms':>16s} {'pb/tool obj':>12s} {'pb/tool jac':>12s} "
           f"{'first obj s':>11s} {'first jac s':>11s}")
-    for name, ot, jt, f0, f1, noise in rows:
-        print(f"{name:18s} {ot * 1e3:12.3f} {jt * 1e3:12.3f} {base[1] / ot:11.2f} {base[2] / jt:11.2f} "
-              f"{f0:11.1f} {f1:11.1f}" + (f"   (spread of runs {noise:.0%})" if noise else ""))
+    for name, ot, jt, f0, f1, omin, jmin in rows:
+        print(f"{name:16s} {ot * 1e3:8.3f} ({omin * 1e3:6.3f}) {jt * 1e3:8.2f} ({jmin * 1e3:6.2f}) "
+              f"{base[1] / ot:5.2f} ({base[5] / omin:4.2f}) {base[2] / jt:5.2f} ({base[6] / jmin:4.2f}) "
+              f"{f0:11.1f} {f1:11.1f}")
 
 
 def main():

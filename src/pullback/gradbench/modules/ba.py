@@ -104,22 +104,14 @@ def sparse_jacobian(cams, X, w, obs, feats):
     camsT, XT, cam_of, pt_of, featsT = soa(cams, X, obs, feats)
     row0, row1 = _rows(camsT, XT, w, cam_of, pt_of, featsT)
     per = NCAM + 4
-    nz = 2 * per * p
-    vals = np.empty(nz + p)
-    cols = np.empty(nz + p, dtype=np.int64)
-    vb, cb = vals[:nz].reshape(p, 2, per), cols[:nz].reshape(p, 2, per)
-    for k, (gc, gx, gw) in enumerate((row0, row1)):
-        vb[:, k, :NCAM] = gc.T
-        vb[:, k, NCAM:NCAM + 3] = gx.T
-        vb[:, k, NCAM + 3] = gw
-    vals[nz:] = -2.0 * w
-    cb[:, :, :NCAM] = (NCAM * cam_of)[:, None, None] + np.arange(NCAM)
-    cb[:, :, NCAM:NCAM + 3] = (NCAM * n + 3 * pt_of)[:, None, None] + np.arange(3)
-    cb[:, :, NCAM + 3] = (NCAM * n + 3 * m + np.arange(p))[:, None]
-    cols[nz:] = NCAM * n + 3 * m + np.arange(p)
-    rows = np.empty(3 * p + 1, dtype=np.int64)
-    rows[:2 * p + 1] = np.arange(2 * p + 1) * per
-    rows[2 * p + 1:] = nz + np.arange(1, p + 1)
+    (gc0, gx0, gw0), (gc1, gx1, gw1) = row0, row1
+    # row 2i, then row 2i + 1: camera, point, weight entries; then the p weight rows
+    vals = np.concatenate([np.concatenate([gc0, gx0, gw0[None], gc1, gx1, gw1[None]]).T.reshape(-1), -2.0 * w])
+    wcol = NCAM * n + 3 * m + np.arange(p)
+    block = np.concatenate([NCAM * cam_of + np.arange(NCAM)[:, None], (NCAM * n + 3 * pt_of) + np.arange(3)[:, None],
+                            wcol[None]])
+    cols = np.concatenate([np.concatenate([block, block]).T.reshape(-1), wcol])
+    rows = np.concatenate([np.arange(2 * p + 1) * per, 2 * p * per + np.arange(1, p + 1)])
     return rows, cols, vals
 
 
