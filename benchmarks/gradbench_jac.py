@@ -37,16 +37,16 @@ os.environ["PULLBACK_PARALLEL"] = "0"
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 os.environ.setdefault("JAX_ENABLE_X64", "1")
 if hasattr(os, "sched_setaffinity"):
-    os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
-import argparse  # noqa: E402
-import time  # noqa: E402
+import argparse
+import time
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
-import pullback as pb  # noqa: E402
-from pullback.gradbench.modules import ba, ht  # noqa: E402
+import pullback as pb
+from pullback.gradbench.modules import ba, ht
 
 
 def timed(f, runs):

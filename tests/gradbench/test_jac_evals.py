@@ -21,8 +21,8 @@ from pullback.gradbench.modules import ba, ht
 from pullback.gradbench.schema import InputError
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1]))
-import test_gradbench  # noqa: E402 - the subprocess helpers of tests/test_gradbench.py
-from test_gradbench import evaluate, session  # noqa: E402
+import test_gradbench
+from test_gradbench import evaluate, session
 
 
 def evaluate_numba(module, calls, monkeypatch):
