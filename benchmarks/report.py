@@ -173,6 +173,9 @@ def per_tool_table(results, errors):
          "|---|---|---|---|---|---|---|---|---|"]
     for name, rows in results.items():
         for tool, r in rows.items():
+            if "not_run" in r:
+                L.append(f"| {name} | {LABEL[tool]} | not run | | | | | | {r['not_run']} |")
+                continue
             if "error" in r:
                 errors.append(f"{name} / {LABEL[tool]}: {r['error']}")
                 L.append(f"| {name} | {LABEL[tool]} | error | | | | | | {r['error']} |")

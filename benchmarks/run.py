@@ -236,7 +236,7 @@ def new_shape(mod, size, primal, deriv, args):
 def run_program(mod, size, tools, args):
     import numpy as np
 
-    from programs import params
+    from programs import NotRun, params
 
     inp = mod.make_input(params(mod, size), np.random.default_rng(args.seed))
     rows = {}
@@ -256,11 +256,14 @@ def run_program(mod, size, tools, args):
                 row[what + "_result"] = res
             if tool == "pullback":
                 row["_callables"] = (primal, deriv)   # for the per-shape probe, after the warm-start probe
+        except NotRun as e:
+            row.clear()
+            row["not_run"] = str(e)
         except Exception as e:
             row["error"] = _err(e)
     ref = rows.get("pullback", {})
     for tool, row in rows.items():
-        if tool == "pullback" or "error" in row or "error" in ref or not ref:
+        if tool == "pullback" or "error" in row or "not_run" in row or "error" in ref or not ref:
             continue
         errs = [disagreement(ref[w + "_result"], row[w + "_result"]) for w in ("primal", "deriv")]
         row["err"] = errs
