@@ -21,7 +21,7 @@ from pullback.gradbench.modules import ba, ht
 from pullback.gradbench.schema import InputError
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1]))
-import test_gradbench
+import test_gradbench  # the subprocess helpers of tests/test_gradbench.py
 from test_gradbench import evaluate, session
 
 

@@ -20,12 +20,15 @@ and observation i sees camera i % n and point i % m (`expand`, untimed).
 
 How the Jacobian is taken: residual row 2i+k depends only on observation i's
 camera, point and weight, so the gradient of sum_i r_i[k] with respect to the
-per-observation parameters (cameras and points gathered per observation) is,
-column by column, the k-th row of every observation's block. Two reverse passes (`pb.grad`) of the vectorised
-residual give the whole Jacobian: about as much work as 8 objectives, where
-15 forward passes (`pb.vmap` of `pb.jvp` over basis tangents, or
-`pb.vmap(pb.jacfwd(...))` per observation) cost several times more (measured in
-benchmarks/gradbench_jac.py).
+per-observation (gathered) cameras, points and weights is, column by column,
+the k-th row of every observation's block: two reverse passes (`pb.grad`) of
+the vectorised residual give the whole Jacobian. 15 forward directions
+(`pb.vmap` of `pb.jvp` over basis tangents) cost about 10x more, and
+`pb.vmap(pb.jacfwd(...))` of one observation's residual far more (small-array
+code per observation). The residual takes one parameter per row ((11, p)
+cameras, (3, p) points), so that each quantity it computes is a contiguous
+length-p vector (`soa`); column slices of (p, 11) arrays are strided vectors,
+2-4x slower. See benchmarks/gradbench_jac.py and note [gradbench-jacobians].
 """
 import numpy as np
 
