@@ -448,3 +448,54 @@ def test_module_attributes_read_by_a_second_function_count(tmp_path):
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("fp_cfg", None)
+
+
+@pytest.mark.slow
+def test_warm_lookups_from_many_threads(tmp_path, monkeypatch):
+    """A new jit object whose signature is in the warm cache, first called from
+    eight threads at once: every thread gets the right result, nothing stages."""
+    import threading
+
+    import pullback as pb
+    import pullback.frontend as fe
+    from pullback.backends import warm_cache
+
+    monkeypatch.setenv("PULLBACK_CACHE_DIR", str(tmp_path / "cache"))
+    m = _module(tmp_path, "fp_threads", """
+        import numpy as np
+
+        def f(x):
+            return np.sum(np.sin(x) * x)
+    """)
+    x = np.linspace(0.1, 0.9, 50)
+    want = np.sin(x) + x * np.cos(x)
+    np.testing.assert_allclose(pb.grad(m.f, backend="numba")(x), want, rtol=1e-13)   # fills the cache
+    m.f.__dict__.pop("__pullback_transforms__")            # as in a new process: a new transformation object
+    count, real = [0], fe.stage
+
+    def stage(*a, **k):
+        count[0] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(fe, "stage", stage)
+    g = pb.grad(m.f, backend="numba")
+    hits0 = warm_cache.STATS["hit"]
+    out, errs = [None] * 8, []
+    barrier = threading.Barrier(8)
+
+    def work(i):
+        try:
+            barrier.wait()
+            out[i] = g(x)
+        except Exception as e:  # noqa: BLE001
+            errs.append(e)
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errs
+    for o in out:
+        np.testing.assert_allclose(o, want, rtol=1e-13)
+    assert count[0] == 0 and warm_cache.STATS["hit"] > hits0
