@@ -346,6 +346,20 @@ def boundscheck_cost(name, size, args, rounds=2):
     return out
 
 
+def source_state():
+    """The checkout measured: commit and the files under src/ that differ from it (others' work
+    in progress in a shared checkout changes the numbers)."""
+    def git(*a):
+        r = subprocess.run(["git", "-C", ROOT, *a], capture_output=True, text=True, check=False)
+        return r.stdout.rstrip() if r.returncode == 0 else None
+
+    head = (git("rev-parse", "--short", "HEAD") or "").strip() or None
+    if head is None:
+        return "not a git checkout"
+    dirty = [line[3:] for line in (git("status", "--short", "--", "src") or "").splitlines()]
+    return f"commit {head}" + (f" + uncommitted changes in {', '.join(dirty)}" if dirty else " (clean src/)")
+
+
 def write(results, meta, desc, out, final):
     """The report of the rows so far, written to `out` (if any); (text, bad)."""
     from report import report
@@ -421,6 +435,7 @@ def main(argv=None):
         ("versions", ", ".join([f"python {platform.python_version()}", f"numpy {np.__version__}",
                                 f"pullback {getattr(pullback, '__version__', '?')}"]
                                + [f"{k} {v}" for k, v in versions.items()])),
+        ("pullback source", source_state()),
         ("tools run", ", ".join(LABEL[t] for t in tools)),
         ("thread settings", thread_report(tools)),
     ]
