@@ -458,3 +458,26 @@ def test_scales_to_1e5_by_1e5(f):
     # a leading corner against the dense Jacobian of the same function on the first 40 elements
     rows = 40 if f is not banded else 39
     np.testing.assert_allclose(J[:rows, :40].toarray(), dense(f, (x[:40],))[:rows], rtol=1e-12)
+
+
+# -- random programs ----------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("gen", ["plain", "map"])
+def test_hessian_patterns_of_random_programs(gen, seed, tmp_path):
+    """The Jacobian of a random program's gradient (derivative code: stores, loops,
+    maps with accumulators) against the dense one; the pattern covers its nonzeros."""
+    from _progen import random_map_program, random_program
+
+    gp = (random_program if gen == "plain" else random_map_program)(seed)
+    if gp.arg_kinds[0] != "v":
+        pytest.skip("the first argument is a scalar")
+    f = gp.load(str(tmp_path))
+    args = gp.make_args(np.random.default_rng(seed))
+    g = pb.grad(f, 0)
+    for mode in ("fwd", "rev"):
+        sj = pb.jacobian(g, mode=mode, sparsity="auto")
+        Jd = np.asarray(pb.jacobian(g, mode=mode)(*args))
+        np.testing.assert_allclose(sj(*args).toarray(), Jd, rtol=1e-9, atol=1e-9)
+        assert not np.any((Jd != 0) & ~sj.pattern(*args).toarray())
