@@ -18,6 +18,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 TOOLS = ("pullback", "jax", "torch", "numba", "numpy")
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+CLOCK = [time.perf_counter]   # set from --clock in main and in the probes
 
 
 def parse_args(argv=None):
@@ -37,6 +39,9 @@ def parse_args(argv=None):
                         "so that first calls are cold compiles)")
     p.add_argument("--tools", default=",".join(TOOLS), help="comma-separated subset of " + ",".join(TOOLS))
     p.add_argument("--out", default=os.path.join(HERE, "results", "latest.md"), help="markdown output file")
+    p.add_argument("--clock", default="wall", choices=tuple(CLOCKS),
+                   help="wall: elapsed time (default); cpu: the process's CPU time (all its threads), which a "
+                        "machine loaded by other processes inflates much less (everything runs on one thread)")
     p.add_argument("--min-time", type=float, default=0.2, help="seconds of timed calls per measurement (min)")
     p.add_argument("--min-runs", type=int, default=5, help="timed calls per measurement (min)")
     p.add_argument("--max-time", type=float, default=3.0,
@@ -161,10 +166,11 @@ def _sync(tool):
 
 
 def timed(fn, args, sync=lambda r: r):
-    """(seconds, result) of one call."""
-    t0 = time.perf_counter()
+    """(seconds, result) of one call, on the --clock clock."""
+    clock = CLOCK[0]
+    t0 = clock()
     result = sync(fn(*args))
-    return time.perf_counter() - t0, result
+    return clock() - t0, result
 
 
 def measure(fn, args, sync, min_time, min_runs, max_time):
@@ -298,7 +304,7 @@ def warm_start(name, size, args):
     """Runs `warm_start_probe` for program `name` at `size` in a new process (same environment, so the
     same PULLBACK_CACHE_DIR and thread settings; same size and seed, so the same shapes)."""
     cmd = [sys.executable, os.path.abspath(__file__), "--warm-start-probe", name, "--sizes", size,
-           "--seed", str(args.seed), "--backend", args.backend, "--threads", str(args.threads)]
+           "--seed", str(args.seed), "--backend", args.backend, "--threads", str(args.threads), "--clock", args.clock]
     r = subprocess.run(cmd, capture_output=True, text=True)
     try:
         return json.loads(r.stdout.strip().splitlines()[-1])
@@ -333,6 +339,7 @@ def boundscheck_cost(name, size, args, rounds=2):
         for mode, flag in (("on", "1"), ("off", "0")):
             cmd = [sys.executable, os.path.abspath(__file__), "--boundscheck-probe", name, "--sizes", size,
                    "--seed", str(args.seed), "--backend", args.backend, "--threads", str(args.threads),
+                   "--clock", args.clock,
                    "--min-time", str(args.min_time), "--min-runs", str(args.min_runs),
                    "--max-time", str(args.max_time)]
             r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PULLBACK_BOUNDSCHECK=flag))
@@ -376,6 +383,7 @@ def write(results, meta, desc, out, final):
 
 def main(argv=None):
     args = parse_args(argv)
+    CLOCK[0] = CLOCKS[args.clock]
     cpus = pin(args.threads)
     sys.path.insert(0, HERE)
     if os.path.join(ROOT, "src") not in sys.path:
@@ -428,6 +436,8 @@ def main(argv=None):
     info = [
         ("date", datetime.datetime.now().isoformat(timespec="seconds")),
         ("machine", f"{platform.machine()} {platform.processor() or ''}".strip() + f", {os.cpu_count()} cores"),
+        ("clock", "wall (elapsed time)" if args.clock == "wall" else
+         "cpu (process CPU time, all threads: descheduled time on a loaded machine is not counted)"),
         ("threads", f"{args.threads}" + (f" (pinned to core(s) {','.join(map(str, cpus))})" if cpus else "")),
         ("pullback backend", args.backend + (f", cache {os.environ['PULLBACK_CACHE_DIR']} " + (
             "(--cache-dir: cold only if it was empty)" if args.cache_dir else "(fresh temporary directory)")
