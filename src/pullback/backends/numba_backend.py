@@ -409,9 +409,10 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
     of it runs in parallel, its `spec` what `from_spec` needs to rebuild it."""
     tune_malloc()
     from ..passes.forward_index import forward_index
-    from ..passes.inline import inline_small
+    from ..passes.inline import inline_scalar_calls, inline_small
+    from ..passes.scalarize import scalarize
 
-    prog = forward_index(inline_small(prog))  # note [forward-index]
+    prog = scalarize(forward_index(inline_scalar_calls(inline_small(prog))))  # notes [forward-index], [scalarize]
     setting = numba_parallel.setting(parallel)
     prog = _vectorize(prog, setting, metered)
     src, consts, par = _emit_par(prog, metered=metered, parallel=setting)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from ..ir.core import Apply, Body, Func, Let, Prog
 from ..ir.names import NameSupply
 from ..ir.traverse import all_names, call_graph, iter_lets, map_exp, rename_body, substitute_exp
@@ -27,6 +29,40 @@ def inline_small(prog: Prog, max_stmts: int = MAX_STMTS) -> Prog:
     graph = call_graph(prog)
     small = {f.name: f for f in prog.funcs
              if sum(1 for _ in iter_lets(f.body)) <= max_stmts and not _recursive(f.name, graph) and not f.rules}
+    return _inline(prog, graph, small)
+
+
+def inline_scalar_calls(prog: Prog, small: int = 4, max_stmts: int = 400, max_sites: int = 2) -> Prog:
+    """Also inline a function whose parameters and results are scalars or small
+    static arrays (at most `small` elements, at least one of them an array),
+    with at most `max_stmts` statements and `max_sites` call sites in the
+    program: after `passes.scalarize` its body is scalar code in the caller,
+    where the call would pack and allocate its array arguments and results on
+    every call (note [scalarize])."""
+    from ..ir.core import Apply
+    from ..ir.types import TensorType
+
+    def tiny(t):
+        return isinstance(t, TensorType) and all(isinstance(d, int) for d in t.shape) and \
+            (not t.shape or 1 <= int(np.prod(t.shape)) <= small)
+
+    graph = call_graph(prog)
+    sites: dict = {}
+    for f in prog.funcs:
+        for st in iter_lets(f.body):
+            if isinstance(st.exp, Apply):
+                sites[st.exp.func] = sites.get(st.exp.func, 0) + 1
+    pick = {}
+    for f in prog.funcs:
+        types = [p.type for p in f.params] + list(f.ret_types)
+        if (f.name != prog.entry and 0 < sites.get(f.name, 0) <= max_sites and not f.rules
+                and not _recursive(f.name, graph) and all(tiny(t) for t in types)
+                and any(t.shape for t in types) and sum(1 for _ in iter_lets(f.body)) <= max_stmts):
+            pick[f.name] = f
+    return _inline(prog, graph, pick)
+
+
+def _inline(prog: Prog, graph: dict, small: dict) -> Prog:
     if not small or not any(graph[f.name] & set(small) for f in prog.funcs):
         return prog
     out = []
