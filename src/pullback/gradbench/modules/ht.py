@@ -20,10 +20,9 @@ is_mirrored.
 
 The objective is written vectorised over bones and vertices, and skins only
 the vertices the residuals read (the reference C++ skins all of them; the
-result is the same). The Jacobian is forward mode, batched: `pb.vmap` over the
-26 basis tangents of `pb.jvp` (the primal does not depend on the tangent, so
-the vectorised map computes it once), plus, for the complicated variant, two
-more directions that perturb every point's u0 (or u1) at once: residual i
+result is the same). The Jacobian is forward mode: `pb.vmap` over the 26
+basis tangents of `pb.jvp` (JAX's jacfwd), plus, for the complicated variant,
+two more directions that perturb every point's u0 (or u1) at once: residual i
 reads only its own us, so one jvp gives column k of every point's block.
 """
 import numpy as np
