@@ -29,5 +29,5 @@ test-all: $(VENV)/.stamp
 .PHONY: bench
 bench: $(VENV)/.stamp
 	$(BIN)/python benchmarks/run.py
-	$(BIN)/python benchmarks/run.py --sizes gradbench --out benchmarks/results/gradbench.md   # issue 13: GradBench sizes
+	$(BIN)/python benchmarks/run.py --sizes gradbench --clock cpu --out benchmarks/results/gradbench.md   # issue 13: GradBench sizes
 	$(BIN)/python benchmarks/combinators/run.py   # issue 12: pb.map/reduce/hist/vmap, 1 -> 2 cores
