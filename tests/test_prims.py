@@ -236,6 +236,7 @@ CASES: dict[str, list[Case]] = {
     "add": binary_cases() + [Case((F(3), I(2, const=True)))],
     "sub": binary_cases(),
     "mul": binary_cases() + [Case((F(3), I([1, 2, 3])))],
+    "smul": binary_cases() + [Case((F(3), F(1)))],
     "div": binary_cases(F, P),
     "pow": binary_cases(P, F, rtol=1e-5) + [Case((F(3), I(3, const=True))), Case((P(2, 3), F(3)))],
     "maximum": binary_cases(),
@@ -327,7 +328,13 @@ _UNARY_REF = {"neg": np.negative, "sin": np.sin, "cos": np.cos, "tan": np.tan, "
               "log1p": np.log1p, "expm1": np.expm1, "sqrt": np.sqrt, "tanh": np.tanh, "abs": np.abs,
               "sign": np.sign, "floor": np.floor, "ceil": np.ceil, "round": np.round, "isnan": np.isnan,
               "not": np.logical_not}
-_BINARY_REF = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide, "pow": np.power,
+def _smul_ref(x, y):
+    with np.errstate(all="ignore"):
+        r = np.multiply(x, y)
+        return np.where(np.isnan(r) & ((np.asarray(x) == 0) | (np.asarray(y) == 0)), 0.0, r)
+
+
+_BINARY_REF = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "smul": _smul_ref, "div": np.true_divide, "pow": np.power,
                "maximum": np.maximum, "minimum": np.minimum, "mod": np.mod, "floordiv": np.floor_divide,
                "atan2": np.arctan2, "lt": np.less, "le": np.less_equal, "gt": np.greater,
                "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal, "and": np.logical_and,

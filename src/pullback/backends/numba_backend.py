@@ -415,6 +415,9 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
     prog = scalarize(forward_index(inline_scalar_calls(inline_small(prog))))  # notes [forward-index], [scalarize]
     setting = numba_parallel.setting(parallel)
     prog = _vectorize(prog, setting, metered)
+    from ..passes.strong_mul import strong_mul
+
+    prog = strong_mul(prog)  # note [strong-mul]
     src, consts, par = _emit_par(prog, metered=metered, parallel=setting)
     f = prog.func(fname or prog.entry)
     spec = Spec(src, _module_hash(prog, f, src), not _mutual_recursion(prog), ps._Module(prog, True).fnames[f.name],

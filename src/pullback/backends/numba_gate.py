@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.core import Const, Prim, Var
+from ..ir.core import Const, Var
+from ..passes.strong_mul import strong_guard
 
 
 @dataclass(frozen=True)
@@ -61,27 +62,6 @@ def _gate_depth(st, shape: tuple) -> int | None:
     return max(used) + 1 if used else 0
 
 
-def _strong_guard(c, r, defs) -> tuple | None:
-    """(a, d) if `c` is `isnan(r) & ((a == 0) | (d == 0))` with `r = a * d`."""
-    rd, cd = defs.get(r), defs.get(c)
-    if rd is None or cd is None or rd.op != "mul" or cd.op != "and":
-        return None
-    a, d = rd.args
-    p, q = cd.args
-    if not (isinstance(p, Var) and defs.get(p) is not None and defs[p].op == "isnan" and defs[p].args[0] == r):
-        p, q = q, p
-    pd, qd = defs.get(p), defs.get(q)
-    if pd is None or pd.op != "isnan" or pd.args[0] != r or qd is None or qd.op != "or":
-        return None
-    eqs = []
-    for e in qd.args:
-        ed = defs.get(e)
-        if ed is None or ed.op != "eq" or not _is_zero(ed.args[1]):
-            return None
-        eqs.append(ed.args[0])
-    return (a, d) if set(eqs) == {a, d} else None
-
-
 def _zeros(g, gate: Var) -> set:
     """The fused results that are exactly zero whenever `gate` is zero."""
     defs = {st.pat[0]: st.exp for st in g.fused}
@@ -102,11 +82,13 @@ def _zeros(g, gate: Var) -> set:
             ok = all(zero(a) for a in args)
         elif op == "mul":
             ok = any(zero(a) and _finite_nonzero(b) for a, b in (args, args[::-1]))
+        elif op == "smul":  # the strong product: zero when a factor is, whatever the other
+            ok = any(zero(a) for a in args)
         elif op == "where":
             c, x, y = args
             if zero(x) and zero(y):
                 ok = True
-            elif _is_zero(x) and (ad := _strong_guard(c, y, defs)) is not None:
+            elif _is_zero(x) and (ad := strong_guard(c, y, defs)) is not None:
                 ok = any(zero(f) for f in ad)
         if ok:
             z.add(v)

@@ -11,14 +11,12 @@ to handlers `h(st, x, *args, **kwargs)`; `attribute(st, x, name)` implements
 from __future__ import annotations
 
 import builtins
-import sys
 import math
+import sys
 
 import numpy as np
 
 from ..errors import ShapeError, StagingError
-from ..ir.core import Const
-from ..ir.types import TensorType
 from . import ops
 from .values import Traced, is_weak, leaf_type
 
@@ -518,7 +516,9 @@ def lookup(fn):
         from . import scipy_special  # noqa: F401
 
         h = FUNCS.get(fn)
-    from .masks import lookup_masked  # len/count_nonzero/any/all of a boolean-mask selection x[m]
+    from .masks import (
+        lookup_masked,  # len/count_nonzero/any/all of a boolean-mask selection x[m]
+    )
 
     h = lookup_masked(fn, h)
     if h is None or fn in _TAKE_SEQUENCES or getattr(fn, "__module__", None) in ("builtins", "math"):
@@ -555,4 +555,4 @@ _reg(np.shape)(lambda st, a: leaf_type(a).shape)
 _reg(np.size)(lambda st, a, axis=None: leaf_type(a).size if axis is None else leaf_type(a).shape[axis])
 
 
-from . import numpy_contract, numpy_linalg, numpy_math, numpy_shape, numpy_sort  # noqa: E402,F401  (register more of NumPy in FUNCS)
+from . import numpy_contract, numpy_linalg, numpy_math, numpy_shape, numpy_sort  # noqa: F401  (register more of NumPy in FUNCS)

@@ -18,9 +18,16 @@ import dataclasses
 
 import numpy as np
 
-from ..ir.core import Apply, Body, Func, Let, Prog
+from ..ir.core import Apply, Body, Let, Prog
 from ..ir.names import NameSupply
-from ..ir.traverse import all_names, call_graph, iter_lets, map_exp, rename_body, substitute_exp
+from ..ir.traverse import (
+    all_names,
+    call_graph,
+    iter_lets,
+    map_exp,
+    rename_body,
+    substitute_exp,
+)
 
 MAX_STMTS = 12
 

@@ -25,7 +25,7 @@ import itertools
 
 import numpy as np
 
-from ..ir.core import Apply, Body, Const, Func, If, Let, Loop, Map, Prim, Prog, Var
+from ..ir.core import Body, Const, Func, If, Let, Loop, Prim, Prog, Var
 from ..ir.names import NameSupply
 from ..ir.traverse import all_names, map_exp, substitute_exp
 from ..ir.types import I64, TensorType

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ShapeError
-from ..types import TensorType, promote, np_dtype
+from ..types import TensorType, np_dtype, promote
 from . import TABLE, Row, check
 from ._util import addz, bcast, c, smul, unbroadcast
 
@@ -146,6 +146,47 @@ def _dt(v):
 binary("add", np.add, lambda b, x, y, o, n: (True, True))
 binary("sub", np.subtract, lambda b, x, y, o, n: (True, False))
 binary("mul", np.multiply, lambda b, x, y, o, n: (y if n[0] else None, x if n[1] else None))
+
+
+def _smul_impl(x, y):
+    with np.errstate(all="ignore"):
+        r = np.multiply(x, y)
+        bad = np.isnan(r) & ((np.asarray(x) == 0) | (np.asarray(y) == 0))
+    return np.where(bad, np.zeros_like(r), r)[()]
+
+
+def _smul_guard(b, x, y):
+    """Where the strong product is 0 and the plain one NaN (`_util.smul`)."""
+    zero = b.or_(b.eq(x, _zero_of(x)), b.eq(y, _zero_of(y)))
+    return b.and_(b.isnan(b.mul(x, y)), zero)
+
+
+def _zero_of(x):
+    return c(x, 0.0 if x.type.is_float else 0)
+
+
+def _smul_jvp(b, args, tans, outs):
+    x, y = args
+    t = addz(b, smul(b, tans[0], y) if tans[0] is not None else None,
+             smul(b, x, tans[1]) if tans[1] is not None else None)
+    if t is None:
+        return [None]
+    t = bcast(b, t, outs[0].type.shape)
+    return [b.where(_smul_guard(b, x, y), _zero_of(outs[0]), t)]
+
+
+def _smul_vjp(b, args, outs, cts, need):
+    x, y = args
+    g = b.where(_smul_guard(b, x, y), _zero_of(outs[0]), cts[0])
+    return [unbroadcast(b, smul(b, g, y), x.type) if need[0] else None,
+            unbroadcast(b, smul(b, g, x), y.type) if need[1] else None]
+
+
+# the strong product `where(isnan(x*y) & ((x == 0) | (y == 0)), 0, x*y)` as one primitive: the
+# numba backend folds derivative code's guarded products into it before printing (passes/strong_mul.py)
+_r = binary("smul", _smul_impl, lambda b, x, y, o, n: (y if n[0] else None, x if n[1] else None),
+            doc="strong product: an exact zero factor gives an exact zero, even against inf or NaN")
+TABLE.rows["smul"] = Row(_r.name, _r.type, _r.impl, _smul_jvp, _smul_vjp, _r.cost, doc=_r.doc)
 
 
 def _div_partials(b, x, y, o, n):
