@@ -16,22 +16,13 @@ The numba backend runs it after `inline_small`: det by minors inlines its
 """
 from __future__ import annotations
 
-import dataclasses
-
-from ..ir.core import Body, Const, Let, Prim, Prog, Var
-from ..ir.traverse import dce, map_exp
+from ..ir.core import Const, Prim, Prog, Var
 from ..ir.types import I64
+from .peephole import rewrite_prims
 
 
 def forward_index(prog: Prog) -> Prog:
-    out, changed = [], False
-    for f in prog.funcs:
-        body = _body(f.body, {})
-        if body is not f.body:
-            changed = True
-            f = dataclasses.replace(f, body=dce(body))
-        out.append(f)
-    return prog.with_funcs(out) if changed else prog
+    return rewrite_prims(prog, _rewrite)
 
 
 def _const_int(a):
@@ -83,7 +74,8 @@ def _origin(x, coords: tuple, defs: dict):
 
 
 def _rewrite(e: Prim, defs: dict):
-    if e.op != "index" or e.args[0] not in defs:
+    """The read at the source of a constant scalar read of a slice or concatenation, or None."""
+    if e.op != "index" or not isinstance(e.args[0], Var) or e.args[0] not in defs:
         return None
     x, spec, idx = e.args[0], e.p["spec"], e.args[1:]
     if len(spec) != len(x.type.shape) or any(s[0] != "d" for s in spec):
@@ -102,22 +94,3 @@ def _rewrite(e: Prim, defs: dict):
         return None
     params = tuple((k, tuple(("d",) for _ in cs) if k == "spec" else v) for k, v in e.params)
     return Prim("index", (y,) + tuple(Const(int(c), I64) for c in cs), params)
-
-
-def _body(body: Body, outer: dict) -> Body:
-    defs = dict(outer)
-    stmts, changed = [], False
-    for st in body.stmts:
-        e = st.exp
-        if isinstance(e, Prim):
-            r = _rewrite(e, defs)
-            if r is not None:
-                e, changed = r, True
-        else:
-            e2 = map_exp(e, lambda a: a, lambda bs, b: (bs, _body(b, defs)))
-            changed = changed or e2 is not e
-            e = e2
-        if isinstance(e, Prim) and len(st.pat) == 1 and e.op in ("index", "concatenate"):
-            defs[st.pat[0]] = e
-        stmts.append(Let(st.pat, e, st.loc) if e is not st.exp else st)
-    return Body(tuple(stmts), body.result) if changed else body

@@ -12,29 +12,30 @@ code numba has to type and lower, and one scalar expression in a fused loop.
 """
 from __future__ import annotations
 
-import dataclasses
-
-from ..ir.core import Body, Const, Let, Prim, Prog, Var
-from ..ir.traverse import dce, map_exp
+from ..ir.core import Const, Prim, Prog, Var
+from .peephole import rewrite_prims
 
 
 def strong_guard(c, r, defs) -> tuple | None:
     """(a, d) if `c` is `isnan(r) & ((a == 0) | (d == 0))` with `r = a * d`;
     `defs` maps a variable to its defining `Prim`."""
-    rd, cd = defs.get(r), defs.get(c)
+    def get(a):  # constants (arrays are not hashable) have no definition
+        return defs.get(a) if isinstance(a, Var) else None
+
+    rd, cd = get(r), get(c)
     if rd is None or cd is None or rd.op != "mul" or cd.op != "and":
         return None
     a, d = rd.args
     p, q = cd.args
-    pd = defs.get(p)
+    pd = get(p)
     if pd is None or pd.op != "isnan" or pd.args[0] != r:
         p, q = q, p
-    pd, qd = defs.get(p), defs.get(q)
+    pd, qd = get(p), get(q)
     if pd is None or pd.op != "isnan" or pd.args[0] != r or qd is None or qd.op != "or":
         return None
     eqs = []
     for e in qd.args:
-        ed = defs.get(e)
+        ed = get(e)
         if ed is None or ed.op != "eq" or not _is_zero(ed.args[1]):
             return None
         eqs.append(ed.args[0])
@@ -46,33 +47,15 @@ def _is_zero(a) -> bool:
 
 
 def strong_mul(prog: Prog) -> Prog:
-    out, changed = [], False
-    for f in prog.funcs:
-        body = _body(f.body, {})
-        if body is not f.body:
-            changed = True
-            f = dataclasses.replace(f, body=dce(body))
-        out.append(f)
-    return prog.with_funcs(out) if changed else prog
+    return rewrite_prims(prog, _fold)
 
 
-def _body(body: Body, outer: dict) -> Body:
-    defs = dict(outer)
-    stmts, changed = [], False
-    for st in body.stmts:
-        e = st.exp
-        if isinstance(e, Prim):
-            if (e.op == "where" and len(st.pat) == 1 and st.pat[0].type.dtype == "f64"
-                    and _is_zero(e.args[1]) and isinstance(e.args[2], Var)):
-                ad = strong_guard(e.args[0], e.args[2], defs)
-                if ad is not None and tuple(defs[e.args[2]].args) == ad:
-                    e = Prim("smul", ad)
-                    changed = True
-            if len(st.pat) == 1:
-                defs[st.pat[0]] = e
-        else:
-            e2 = map_exp(e, lambda a: a, lambda bs, b: (bs, _body(b, defs)))
-            changed = changed or e2 is not e
-            e = e2
-        stmts.append(st if e is st.exp else Let(st.pat, e, st.loc))
-    return Body(tuple(stmts), body.result) if changed else body
+def _fold(e: Prim, defs: dict):
+    """`smul(a, d)` for a guarded product `where(c, 0, r)`, or None."""
+    if not (e.op == "where" and _is_zero(e.args[1]) and isinstance(e.args[2], Var)
+            and e.args[2].type.dtype == "f64"):
+        return None
+    ad = strong_guard(e.args[0], e.args[2], defs)
+    if ad is None or tuple(defs[e.args[2]].args) != ad:
+        return None
+    return Prim("smul", ad)
