@@ -57,13 +57,13 @@ import time
 import traceback
 import types
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from typing import TYPE_CHECKING
-
 from ..errors import PullbackError
 from . import numba_cache
+from .leaves import coerce as _coerce
 from .numba_blas import defer_blas_check, ensure_blas_for
 
 if TYPE_CHECKING:
@@ -132,7 +132,6 @@ def _emit_par(prog: Prog, name_hints: bool = True, metered: bool = False, parall
     """`_emit`'s pair and whether a function of the module runs a map in
     parallel; `parallel`: the effective setting (`numba_parallel.setting`)."""
     from .checks import ModuleArgs
-
     from .numba_dialect import NumbaDialect
 
     d = NumbaDialect(metered=metered, parallel=parallel)
@@ -348,18 +347,6 @@ def _out_fn(dt):
     if is_array:
         return lambda r: r if isinstance(r, np.ndarray) and r.dtype == dt else np.asarray(r, dtype=dt)
     return lambda r: np.asarray(r, dtype=dt)[()]
-
-
-def _coerce(a, dt):
-    """A leaf value as the parameter's NumPy array/scalar (`pysource`'s `_coerce`)."""
-    if dt is None:
-        return a
-    npdt, is_array = dt
-    if is_array:
-        return a if isinstance(a, np.ndarray) and a.dtype == npdt else np.asarray(a, dtype=npdt)
-    if isinstance(a, np.generic) and a.dtype == npdt:
-        return a
-    return np.asarray(a, dtype=npdt)[()]
 
 
 @dataclass

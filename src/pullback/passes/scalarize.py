@@ -234,8 +234,6 @@ class _Func:
             return s
 
         if op in _ELEMENTWISE:
-            if op in ("floordiv", "mod", "pow"):
-                return None
             ops = []
             for a in e.args:
                 if a.type.shape:

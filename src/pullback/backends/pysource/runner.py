@@ -27,6 +27,7 @@ from ...errors import PullbackError
 from ...ir.core import Prog
 from ...ir.types import TensorType
 from .. import checks
+from ..leaves import coerce as _coerce
 from ..runtime import deep_recursion
 from .emitter import emit_module
 from .text import _sanitize
@@ -103,18 +104,6 @@ def _param_dtype(t):
     if isinstance(t, TensorType):
         return (np_dtype(t.dtype), bool(t.shape))
     return None
-
-
-def _coerce(a, dt):
-    """Leaf values as NumPy arrays/scalars of the parameter's dtype."""
-    if dt is None:
-        return a
-    npdt, is_array = dt
-    if is_array:
-        return a if isinstance(a, np.ndarray) and a.dtype == npdt else np.asarray(a, dtype=npdt)
-    if isinstance(a, np.generic) and a.dtype == npdt:
-        return a
-    return np.asarray(a, dtype=npdt)[()]
 
 
 def run(prog: Prog, *args, fname: str | None = None, meter=None) -> list:
