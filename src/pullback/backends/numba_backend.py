@@ -395,16 +395,8 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
     (note [numba-parallel]); the callable's `parallel` says whether any map
     of it runs in parallel, its `spec` what `from_spec` needs to rebuild it."""
     tune_malloc()
-    from ..passes.forward_index import forward_index
-    from ..passes.inline import inline_scalar_calls, inline_small
-    from ..passes.scalarize import scalarize
-
-    prog = scalarize(forward_index(inline_scalar_calls(inline_small(prog))))  # notes [forward-index], [scalarize]
     setting = numba_parallel.setting(parallel)
-    prog = _vectorize(prog, setting, metered)
-    from ..passes.strong_mul import strong_mul
-
-    prog = strong_mul(prog)  # note [strong-mul]
+    prog = lower(prog, setting, metered)
     src, consts, par = _emit_par(prog, metered=metered, parallel=setting)
     f = prog.func(fname or prog.entry)
     spec = Spec(src, _module_hash(prog, f, src), not _mutual_recursion(prog), ps._Module(prog, True).fnames[f.name],
@@ -425,6 +417,20 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
         except Exception:   # noqa: BLE001 - e.g. a construct that needs its literal: compile this shape specialised
             numba_generic.failed(gsrc)
     return from_spec(spec)
+
+
+def lower(prog: Prog, setting=None, metered: bool = False) -> Prog:
+    """The numba-only passes, in order, on the transformed program: what
+    `compile_prog` prints (`emit_prog(lower(prog))` shows the module numba
+    compiles). `setting`: the effective parallel setting."""
+    from ..passes.forward_index import forward_index
+    from ..passes.inline import inline_scalar_calls, inline_small
+    from ..passes.scalarize import scalarize
+    from ..passes.strong_mul import strong_mul
+
+    prog = scalarize(forward_index(inline_scalar_calls(inline_small(prog))))  # notes [forward-index], [scalarize]
+    prog = _vectorize(prog, setting, metered)
+    return strong_mul(prog)  # note [strong-mul]
 
 
 def _src_hash(src: str) -> str:

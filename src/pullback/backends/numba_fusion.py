@@ -209,6 +209,9 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
             fe.line(depth, f"{outs[v]} = np.{alloc}({ps._shape_lit(g.shape)}, dtype={ps._NP_DTYPE[v.type.dtype]})")
     idx = [fe.fresh(f"i{d}") for d in range(len(g.shape))]
     scalars: dict = {}  # fused result -> its scalar name in the loop
+    # a sum over the innermost axis (not a full sum) adds into a local around the
+    # innermost loop: one element, loaded before and stored after (note [numba-fusion])
+    regs = {v: fe.fresh(f"{v.name}_acc") for v in _in_locals(sums, lanes, len(g.shape))}
     level = depth
     first_header = len(fe.lines)
     for d, (i, n) in enumerate(zip(idx, g.shape)):
@@ -218,6 +221,9 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
             fe.line(level, f"{name} = {arrays[a]}[{broadcast_index(a, g.shape, idx)}]  # pb:broadcast_to")
             fe.line(level, f"if {name} != 0:  # zero gate: every contribution below is zero")
             level += 1
+        if d == len(g.shape) - 1:
+            for v, r in regs.items():
+                fe.line(level, f"{r} = {_sum_elem(fe, v, sums[v], idx)}")
         fe.line(level, f"for {i} in range({int(n)}):")
         level += 1
     inner = level
@@ -241,14 +247,16 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
         fe.line(inner, f"for {ij} in range({_STRIP}):")
         fe.line(inner + 1, f"{idx[-1]} = {ib} + {ij}")
         _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner + 1, dict(scalars),
-              {v: f"{b}[{ij}] =" for v, b in bufs.items()})
+              {v: f"{b}[{ij}] =" for v, b in bufs.items()}, regs)
         fe.line(inner, f"for {ij} in range(0, {_STRIP}, {_LANES}):")
         fe.line(inner + 1, f"for {il} in range({_LANES}):")
         for v, b in bufs.items():
             fe.line(inner + 2, f"{lanes[v]}[{il}] += {b}[{ij} + {il}]")
         fe.line(inner - 1, f"for {idx[-1]} in range({nb}, {n_last}):")
     _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars,
-          {v: f"{lanes[v]}[{idx[-1]} & {_LANES - 1}] +=" for v in lanes})
+          {v: f"{lanes[v]}[{idx[-1]} & {_LANES - 1}] +=" for v in lanes}, regs)
+    for v, r in regs.items():
+        fe.line(inner - 1, f"{_sum_elem(fe, v, sums[v], idx)} = {r}")
     for v, ln in lanes.items():
         fe.line(depth, f"{fe.py[v]} = " + " + ".join(f"{ln}[{k}]" for k in range(_LANES)))
     fe.assign(depth, [a for a, _ in renames], [b for _, b in renames])
@@ -265,9 +273,20 @@ def _strip_worth(g) -> bool:
     return vecmath.enabled() and any(st.exp.op in vecmath.OPS for st in g.fused)
 
 
-def _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars, lanes) -> None:
+def _in_locals(sums, lanes, ndim) -> list:
+    """The partial sums (not full ones) that reduce the innermost axis."""
+    return [v for v, keep in sums.items() if v not in lanes and ndim - 1 not in keep]
+
+
+def _sum_elem(fe, v, keep, idx) -> str:
+    """The element of partial sum v that the loop position `idx` adds into."""
+    return fe.py[v] + f"[{', '.join(idx[d] for d in keep)}]"
+
+
+def _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars, lanes, regs) -> None:
     """The fused statements at loop depth `inner`; `lanes[v]` is the text that a
-    full sum v's value is stored or added with (``buf[j] =``, ``lanes[i & 7] +=``)."""
+    full sum v's value is stored or added with (``buf[j] =``, ``lanes[i & 7] +=``),
+    `regs[v]` the local that a sum over the innermost axis adds into."""
     for st in g.fused:
         e: Prim = st.exp
         v = st.pat[0]
@@ -295,7 +314,7 @@ def _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars, lanes) 
             if v in lanes:
                 fe.line(inner, f"{lanes[v]} {fe.a(args[0])}  # pb:sum")
             else:
-                acc = fe.py[v] + f"[{', '.join(idx[d] for d in keep)}]"
+                acc = regs[v] if v in regs else _sum_elem(fe, v, keep, idx)
                 fe.line(inner, f"{acc} += {fe.a(args[0])}  # pb:sum")
             continue
         if e.op in ("floordiv", "mod", "pow") and v.type.dtype in ("i64", "bool") and not (

@@ -1,0 +1,52 @@
+"""Partial sums over the innermost axis of a fused loop nest add into a local
+(note [numba-fusion]): the element is loaded before the innermost loop and
+stored after it: the additions are the same, in the same order, as with the
+element updated in memory (bit for bit), and the values the interpreter's."""
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+import pullback as pb  # noqa: E402
+from pullback.backends import interp  # noqa: E402
+from pullback.backends import numba_backend as nb  # noqa: E402
+from pullback.backends import numba_fusion  # noqa: E402
+
+
+def row_sums(X):
+    return np.sum(np.sin(X) * X, axis=1)
+
+
+def middle_and_last(X):
+    return np.sum(X * X, axis=(1, 2))        # reduces an outer axis too: the element is revisited
+
+
+def kept_last(X):
+    return np.sum(X * X, axis=0)             # the innermost axis is kept: no local
+
+
+def gated_grad(C, P):                        # kmeans-like: row sums under a zero gate
+    D = np.stack([np.sum((P - C[j]) ** 2, axis=1) for j in range(C.shape[0])], axis=1)
+    return np.sum(np.min(D, axis=1))
+
+
+@pytest.mark.parametrize("f, shapes, local", [
+    (row_sums, [(5, 7)], True),
+    (middle_and_last, [(3, 4, 5)], True),
+    (kept_last, [(6, 5)], False),
+    (pb.grad(gated_grad), [(3, 2), (40, 2)], True),
+])
+def test_innermost_sums_in_a_local(monkeypatch, f, shapes, local):
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal(s) for s in shapes]
+    prog = pb.jit(f).staged(*args).prog
+    fn = nb.compile_prog(prog, parallel=False)
+    assert ("_acc = " in fn.source) == local, fn.source
+    got = fn(*args)
+    for g, w in zip(got, interp.run(prog, *args)):
+        np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
+    monkeypatch.setattr(numba_fusion, "_in_locals", lambda *a: [])
+    in_memory = nb.compile_prog(prog, parallel=False)
+    assert "_acc = " not in in_memory.source
+    for g, w in zip(got, in_memory(*args)):
+        np.testing.assert_array_equal(g, w)
