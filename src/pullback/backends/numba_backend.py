@@ -378,9 +378,12 @@ def tune_malloc() -> bool:
         import ctypes
 
         libc = ctypes.CDLL("libc.so.6")
-        m_trim_threshold, m_mmap_threshold = -1, -3
+        m_trim_threshold, m_mmap_threshold, m_mmap_max = -1, -3, -4
         ok = libc.mallopt(m_mmap_threshold, 32 * 1024 * 1024) == 1
         ok = libc.mallopt(m_trim_threshold, 1024 * 1024 * 1024) == 1 and ok
+        # blocks over 32 MB (the threshold's maximum) come from the heap too; glibc
+        # still maps memory when the heap cannot grow
+        ok = libc.mallopt(m_mmap_max, 0) == 1 and ok
     except (OSError, AttributeError):
         ok = False
     _MALLOC_TUNED[0] = ok

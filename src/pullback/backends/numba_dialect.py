@@ -426,22 +426,11 @@ class NumbaDialect:
                 return
             # a region: an explicit loop nest (numba's slice assignment is slow to compile)
             js = [fe.fresh(f"j{d}") for d in range(len(region))]
-            target, it, jt = [], iter(e.args[2:]), iter(js)
-            for d, sp in zip(x.type.shape, tuple(spec) + (("s", None, None, None),) * (_ndim(x) - len(spec))):
-                if sp[0] == "d":
-                    i = next(it)
-                    target.append(f"int({fe.a(i)})" if i.type.dtype == "bool" else fe.a(i))
-                elif sp[0] == "ds":  # a dynamic slice x[i:i+k] (its start checked by emit_checks)
-                    target.append(f"{fe.a(next(it))} + {next(jt)}")
-                else:
-                    r = range(*slice(sp[1], sp[2], sp[3]).indices(int(d)))
-                    j = next(jt)
-                    term = j if r.step == 1 else f"{r.step} * {j}"
-                    target.append(term if r.start == 0 else f"{r.start} + {term}")
+            target = fusion.region_index(fe, st, js)
             val = fe.a(v) if _ndim(v) == 0 else f"{fe.a(v)}[{fusion.broadcast_index(v, region, js)}]"
             for d, (j, n) in enumerate(zip(js, region)):
                 fe.line(depth + d, f"for {j} in range({n}):")
-            fe.line(depth + len(region), f"{name}[{', '.join(target)}] {opr} {val}")
+            fe.line(depth + len(region), f"{name}[{target}] {opr} {val}")
             return
         idx, v = e.args[1], e.args[2]
         axis = e.p["axis"]

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.core import Body, Const, Let, Prim, Var
+from ..ir.prims.indexing import region_shape
 from ..ir.traverse import free_vars
 from ..ir.types import TensorType
 from . import checks, numba_gate
@@ -50,6 +51,7 @@ class Group:
     fused: list = field(default_factory=list)     # Lets, in order
     hoisted: list = field(default_factory=list)   # Lets, in order
     keep: set = field(default_factory=set)        # fused results used after the group
+    store: Let | None = None   # an `index_update` of a row sum, written from the loop (`_store`)
 
 
 def _out_type(st: Let):
@@ -140,11 +142,51 @@ def plan(body: Body) -> dict[int, Group]:
         g.end = j
         if len(g.fused) >= 2:
             g.keep = (fused_vars & uses_after[j]) | reduced
+            if j < len(stmts) and _store(g, stmts[j], reads | hoisted_out, uses_after[j + 1]):
+                g.store, g.end = stmts[j], j + 1
             groups[k] = g
-            k = j
+            k = g.end
         else:
             k += 1
     return groups
+
+
+def region_index(fe, st: Let, js: list[str]) -> str:
+    """Index text of the element of `index_update` st's array that region
+    position `js` (one loop index per region axis) updates."""
+    e: Prim = st.exp
+    x, spec = e.args[0], e.p["spec"]
+    target, it, jt = [], iter(e.args[2:]), iter(js)
+    for d, sp in zip(x.type.shape, tuple(spec) + (("s", None, None, None),) * (len(x.type.shape) - len(spec))):
+        if sp[0] == "d":
+            i = next(it)
+            target.append(f"int({fe.a(i)})" if i.type.dtype == "bool" else fe.a(i))
+        elif sp[0] == "ds":  # a dynamic slice x[i:i+k] (its start checked by emit_checks)
+            target.append(f"{fe.a(next(it))} + {next(jt)}")
+        else:
+            r = range(*slice(sp[1], sp[2], sp[3]).indices(int(d)))
+            j = next(jt)
+            term = j if r.step == 1 else f"{r.step} * {j}"
+            target.append(term if r.start == 0 else f"{r.start} + {term}")
+    return ", ".join(target)
+
+
+def _store(g: Group, st: Let, touched: set, used_after: set) -> bool:
+    """May the loop write `index_update` st, right after group g, itself? Its
+    value is a sum of g over the innermost axis only (a row sum, kept in a
+    local), used nowhere else, and exactly the updated region; its array is
+    neither read nor updated by g. Whether it is updated in place is the
+    ownership analysis's answer, at emission (note [numba-fusion])."""
+    e = st.exp
+    if not (isinstance(e, Prim) and e.op == "index_update" and e.p["mode"] in ("set", "add")):
+        return False
+    x, v, dyn = e.args[0], e.args[1], e.args[2:]
+    s = next((f for f in g.fused if f.pat[0] is v and f.exp.op == "sum"), None)
+    reduced = {f.pat[0] for f in g.fused if f.exp.op == "sum"}
+    return (s is not None and tuple(int(a) for a in s.exp.p["axes"]) == (len(g.shape) - 1,)
+            and region_shape(tuple(x.type.shape), e.p["spec"]) == tuple(v.type.shape)
+            and v not in used_after and x not in touched and isinstance(x, Var)
+            and not any(a in reduced for a in dyn))
 
 
 def broadcast_index(x, shape: tuple, idx: list[str]) -> str:
@@ -177,6 +219,11 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
         return acc if ok else None
 
     gate = numba_gate.plan(g, inplace_acc)  # note [zero-gate]
+    # the update after the loop, written from it when in place (a gate would skip stores)
+    store = g.store if g.store is not None and gate is None and id(g.store) in fe.own.inplace else None
+    stored = {}  # the row sum `store` writes -> the array's name
+    if store is not None:
+        stored[store.exp.args[1]] = fe.update_target(store, depth)
     sums = {}  # sum result -> the kept axes
     lanes = {}  # full sums -> the name of their partial sums
     for st in g.fused:
@@ -184,6 +231,8 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
         if st.exp.op == "sum":  # a reduction accumulated in the loop (see `_reduction`)
             axes = tuple(int(a) for a in st.exp.p["axes"])
             sums[v] = [d for d in range(len(g.shape)) if d not in axes]
+            if v in stored:
+                continue
             name = fe.bind(v)
             dt = ps._NP_DTYPE[v.type.dtype]
             if v.type.shape:
@@ -211,7 +260,7 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
     scalars: dict = {}  # fused result -> its scalar name in the loop
     # a sum over the innermost axis (not a full sum) adds into a local around the
     # innermost loop: one element, loaded before and stored after (note [numba-fusion])
-    regs = {v: fe.fresh(f"{v.name}_acc") for v in _in_locals(sums, lanes, len(g.shape))}
+    regs = {v: fe.fresh(f"{v.name}_acc") for v in dict.fromkeys(_in_locals(sums, lanes, len(g.shape)) + list(stored))}
     level = depth
     first_header = len(fe.lines)
     for d, (i, n) in enumerate(zip(idx, g.shape)):
@@ -223,7 +272,8 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
             level += 1
         if d == len(g.shape) - 1:
             for v, r in regs.items():
-                fe.line(level, f"{r} = {_sum_elem(fe, v, sums[v], idx)}")
+                init = f"{ps._NP_DTYPE[v.type.dtype]}(0.0)" if v in stored else _sum_elem(fe, v, sums[v], idx)
+                fe.line(level, f"{r} = {init}")
         fe.line(level, f"for {i} in range({int(n)}):")
         level += 1
     inner = level
@@ -256,10 +306,18 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
     _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars,
           {v: f"{lanes[v]}[{idx[-1]} & {_LANES - 1}] +=" for v in lanes}, regs)
     for v, r in regs.items():
-        fe.line(inner - 1, f"{_sum_elem(fe, v, sums[v], idx)} = {r}")
+        if v in stored:   # the update, at this row (same additions: the sum starts at 0)
+            opr = "=" if store.exp.p["mode"] == "set" else "+="
+            fe.line(inner - 1, f"{stored[v]}[{region_index(fe, store, [idx[d] for d in sums[v]])}] {opr} {r}"
+                    "  # pb:index_update")
+        else:
+            fe.line(inner - 1, f"{_sum_elem(fe, v, sums[v], idx)} = {r}")
     for v, ln in lanes.items():
         fe.line(depth, f"{fe.py[v]} = " + " + ".join(f"{ln}[{k}]" for k in range(_LANES)))
     fe.assign(depth, [a for a, _ in renames], [b for _, b in renames])
+    if g.store is not None and store is None:   # not in place: the update as usual
+        fe.provenance(g.store, depth)
+        fe.stmt(g.store, depth)
 
 
 _STRIP = 256   # block length of a strip-mined fused sum
