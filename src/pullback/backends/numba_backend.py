@@ -426,12 +426,15 @@ def lower(prog: Prog, setting=None, metered: bool = False) -> Prog:
     """The numba-only passes, in order, on the transformed program: what
     `compile_prog` prints (`emit_prog(lower(prog))` shows the module numba
     compiles). `setting`: the effective parallel setting."""
+    from ..passes.accumulate import accumulate
     from ..passes.forward_index import forward_index
     from ..passes.inline import inline_scalar_calls, inline_small
+    from ..passes.layout import transpose_layout
     from ..passes.scalarize import scalarize
     from ..passes.strong_mul import strong_mul
 
-    prog = scalarize(forward_index(inline_scalar_calls(inline_small(prog))))  # notes [forward-index], [scalarize]
+    prog = scalarize(accumulate(forward_index(inline_scalar_calls(inline_small(prog)))))  # [forward-index], [accumulate], [scalarize]
+    prog = transpose_layout(prog)  # note [transposed-layout]
     prog = _vectorize(prog, setting, metered)
     return strong_mul(prog)  # note [strong-mul]
 

@@ -407,6 +407,21 @@ class NumbaDialect:
             f"        out[k] = np.{op}(x[k])\n"
             f"    return out"))
 
+    def _reduce_lead_helper(self, op: str, dtype: str) -> str:
+        """min or max over the first axis of a matrix, one row at a time (contiguous);
+        NaN wins, as in np.min/np.max."""
+        name = f"_reduce_lead_{op}_{dtype}"
+        cmp = "<" if op == "min" else ">"
+        return self.helper(name, (
+            f"{self.deco}\ndef {name}(x):\n"
+            f"    out = x[0].copy()\n"
+            f"    for r in range(1, x.shape[0]):\n"
+            f"        for c in range(x.shape[1]):\n"
+            f"            v = x[r, c]\n"
+            f"            if v {cmp} out[c] or v != v:\n"
+            f"                out[c] = v\n"
+            f"    return out"))
+
     # -- statements ----------------------------------------------------------------------
     def update(self, fe, st, depth) -> None:
         e: Prim = st.exp
@@ -552,6 +567,11 @@ class NumbaDialect:
             shape = tuple(x.type.shape)
             K = int(np.prod([shape[a] for a in keep]))
             R = int(np.prod([shape[a] for a in axes]))
+            if op in ("min", "max") and axes == tuple(range(len(axes))) and R >= 1 and out_t.dtype == x.type.dtype:
+                # leading axes (a transposed layout's, note [transposed-layout]): rows at a time
+                h = self._reduce_lead_helper(op, out_t.dtype)
+                return (f"{h}(np.ascontiguousarray({A(x)}).reshape(({R}, {K})))"
+                        f".reshape({_shape_tuple(out_t.shape)})")
             h = self._reduce_helper(op, out_t.dtype)
             xt = A(x) if keep + list(axes) == list(range(nd)) else f"np.transpose({A(x)}, {tuple(keep + list(axes))!r})"
             return (f"{h}(np.ascontiguousarray({xt}).reshape(({K}, {R})))"
