@@ -19,6 +19,9 @@ populated cache runs the cached machine code without staging (note
 
 Errors: every public entry point raises only `PullbackError`s that name a
 file and line (`errors.user_error` at the boundary, note [api-errors]).
+Argument checks, output coercion and the boundary itself are in `boundary`;
+`derivative_source`, `derived_prog` and `memory_report` in `reports`; this
+module re-exports them.
 Outputs have the dtypes of the staged program's results on every backend (a
 gradient has its argument's dtype, as in JAX). Threads: a first call (staging
 and creating the runner) holds `frontend.STAGING_LOCK`; a warm call takes no
@@ -27,17 +30,32 @@ lock (note [staging-threads]).
 from __future__ import annotations
 
 import os
-import types
-from dataclasses import dataclass
-
-import sys
 import threading
-
-import numpy as np
+import types
 
 from . import checkpointing
-from .errors import PullbackError, debugging, short_repr, user_error
+from .boundary import (  # noqa: F401 (BACKENDS, DEFAULT_BACKEND: re-exported)
+    BACKENDS,
+    DEFAULT_BACKEND,
+    _api,
+    _Boundary,
+    _boundary_error,
+    _check_backend,
+    _check_callable,
+    _check_parallel,
+    _fast_key,
+    _name,
+    _out_dtypes,
+    _positional,
+    _prepare,
+    _static_argnums,
+    _to_output,
+    _tuple_arg,
+    default_backend,
+)
+from .errors import PullbackError, debugging, short_repr
 from .pytree import flatten, unflatten
+from .reports import MemoryReport, derivative_source, derived_prog, memory_report  # noqa: F401 (re-exported)
 
 
 class _LazyModule:
@@ -72,19 +90,6 @@ transforms = _LazyModule(".transforms")
 STAGING_LOCK = _StagingLock()
 _CACHED_LOCK = threading.Lock()   # `_cached`'s dicts: filling them never stages
 
-DEFAULT_BACKEND = "numba"
-BACKENDS = ("numba", "pysource", "interp")
-
-
-def default_backend() -> str:
-    """The backend transformations use when none is given: ``$PULLBACK_BACKEND``
-    if set (``numba``, ``pysource`` or ``interp``), else ``"numba"``."""
-    name = os.environ.get("PULLBACK_BACKEND") or DEFAULT_BACKEND
-    if name not in BACKENDS:
-        raise PullbackError(f"PULLBACK_BACKEND={name!r} is not a backend",
-                            hint="set PULLBACK_BACKEND to 'numba', 'pysource' or 'interp', or unset it")
-    return name
-
 
 def _backend_run(name):
     if name == "interp":
@@ -107,168 +112,6 @@ def _runner(name, prog, parallel=None):
         return compiled(prog, parallel=parallel)
     run = _backend_run(name)
     return lambda *leaves: run(prog, *leaves)
-
-
-_SIMPLE = (float, int, bool)
-
-
-def _fast_key(args):
-    """A cheap signature key when every argument is an array or a number (no
-    pytrees); None otherwise, and the general key is used. uint64 values may not
-    fit in int64, so they always take the checked path."""
-    key = []
-    for a in args:
-        if isinstance(a, (np.ndarray, np.generic)):
-            if a.dtype.kind not in "fib" or type(a) is not np.ndarray and not isinstance(a, np.generic):
-                return None  # uint64, other dtypes and ndarray subclasses take the checked path
-            key.append((a.dtype, a.shape))
-        elif type(a) in _SIMPLE:
-            key.append(type(a))
-        else:
-            return None
-    return tuple(key)
-
-
-def _out_dtypes(prog):
-    """NumPy dtypes of the entry's results: outputs are converted to these (note [output-dtypes])."""
-    from .ir.types import TensorType, np_dtype
-
-    return tuple(np.dtype(np_dtype(t.dtype)) if isinstance(t, TensorType) else None
-                 for t in prog.func(prog.entry).ret_types)
-
-
-_PY_KIND = {float: "f", int: "i", bool: "b"}
-
-
-def _to_output(v, dt):
-    """A backend's result as the IR result type `dt` says: arrays of that dtype (no
-    copy when they already have it), 0-d arrays as NumPy scalars, Python scalars kept
-    when their kind is right."""
-    if isinstance(v, np.ndarray):
-        if dt is not None and v.dtype != dt:
-            v = v.astype(dt)
-        return v if v.ndim else v[()]
-    if dt is None:
-        return v
-    if isinstance(v, np.generic):
-        return v if v.dtype == dt else dt.type(v)
-    if _PY_KIND.get(type(v)) == dt.kind and dt.itemsize == 8 or type(v) is bool and dt.kind == "b":
-        return v
-    return dt.type(v)
-
-
-def _positional(fun, args, kwargs) -> tuple:
-    """Keyword arguments bound to `fun`'s positional parameters (as Python would)."""
-    import inspect
-
-    target = getattr(fun, "fun", fun)
-    try:
-        bound = inspect.signature(target, follow_wrapped=False).bind(*args, **kwargs)
-        bound.apply_defaults()
-    except (TypeError, ValueError) as e:
-        raise PullbackError(f"cannot pass these arguments to {getattr(target, '__name__', 'the function')}: {e}",
-                            hint="pass the arguments its signature declares") from None
-    if bound.kwargs:
-        raise PullbackError(f"keyword-only arguments {sorted(bound.kwargs)} are not supported by transformations",
-                            hint="make them positional parameters")
-    return tuple(bound.args)
-
-
-def _check_callable(fun, what):
-    staging = sys.modules.get("pullback.frontend.staging")  # not imported: fun cannot be a StagedClosure
-    if staging is not None and isinstance(fun, staging.StagedClosure):  # a nested def or lambda in staged code
-        return                                                           # (note [closures])
-    if not callable(fun):
-        raise PullbackError(f"{what} needs a function, got {short_repr(fun)} of type {type(fun).__name__}",
-                            hint=f"pass the function itself: pb.{what}(f), then call the result with the arguments")
-    if isinstance(fun, type):
-        raise PullbackError(f"{what} needs a function, got the class {fun.__name__}",
-                            hint="pass a function (or a method of an instance) that computes with NumPy")
-
-
-def _argnums(argnums, what, single=False):
-    """`argnums` validated: an int, or (unless `single`) a non-empty tuple/list of distinct ints."""
-    def bad(msg):
-        return PullbackError(f"{what}: {msg}",
-                             hint="argnums is the position of the argument to differentiate (an int), "
-                                  + ("" if single else "or a tuple of distinct positions, ") + "e.g. argnums=0")
-
-    if isinstance(argnums, (int, np.integer)) and not isinstance(argnums, (bool, np.bool_)):
-        return int(argnums)
-    if single:
-        raise bad(f"argnums must be an int, got {short_repr(argnums)}")
-    if not isinstance(argnums, (tuple, list)):
-        raise bad(f"argnums must be an int or a tuple of ints, got {short_repr(argnums)}")
-    if not argnums:
-        raise bad("argnums is empty")
-    out = []
-    for n in argnums:
-        if not isinstance(n, (int, np.integer)) or isinstance(n, (bool, np.bool_)):
-            raise bad(f"argnums must contain ints, got {short_repr(n)}")
-        out.append(int(n))
-    if len(set(out)) != len(out):
-        raise bad(f"argnums {tuple(out)} repeats a position")
-    return tuple(out)
-
-
-def _static_argnums(static_argnums):
-    if isinstance(static_argnums, (int, np.integer)) and not isinstance(static_argnums, (bool, np.bool_)):
-        return (int(static_argnums),)
-    if isinstance(static_argnums, (tuple, list)) and all(
-            isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in static_argnums):
-        return tuple(int(n) for n in static_argnums)
-    raise PullbackError(f"static_argnums must be an int or a tuple of ints, got {short_repr(static_argnums)}",
-                        hint="static_argnums lists the positions of arguments whose values are fixed when staging")
-
-
-def _check_backend(backend):
-    if backend is not None and backend not in BACKENDS:
-        raise PullbackError(f"unknown backend {short_repr(backend)}", hint="use backend='numba', 'pysource' or 'interp'")
-    return backend
-
-
-class _Boundary:
-    """Public callables: turn anything leaving `_call` into a located PullbackError."""
-
-    def __call__(self, *args, **kwargs):
-        try:
-            return self._call(args, kwargs)
-        except Exception as e:
-            if debugging() and not isinstance(e, PullbackError):
-                raise
-            raise _boundary_error(e) from None
-
-
-def _site():
-    from .errors import call_site
-
-    return call_site()
-
-
-def _boundary_error(e):
-    """`e` as the located PullbackError a public entry point raises; its traceback
-    through pullback's internals is dropped unless $PULLBACK_DEBUG is set."""
-    err = user_error(e)
-    if not debugging():
-        err.__cause__ = None
-        err.__suppress_context__ = True
-        err = err.with_traceback(None)
-    return err
-
-
-def _api(fn):
-    """Decorator for public functions: the same boundary as `_Boundary`."""
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except Exception as e:
-            if debugging() and not isinstance(e, PullbackError):
-                raise
-            raise _boundary_error(e) from None
-    return wrapper
 
 
 class jit(_Boundary):
@@ -370,7 +213,7 @@ class jit(_Boundary):
         return out
 
     def __pullback_stage__(self, ctx, args, kwargs):
-        fname, leaves, in_tree, out_tree, ret_types = transforms.stage_fn(ctx, self.fun, args)
+        fname, leaves, _, out_tree, ret_types = transforms.stage_fn(ctx, self.fun, args)
         return ctx.from_atoms(list(ctx.apply(fname, leaves, ret_types)), out_tree)
 
 
@@ -435,25 +278,6 @@ def _described(obj, key):
 
 def _warm_enabled():
     return os.environ.get("PULLBACK_WARM_CACHE", "1") != "0"
-
-
-def _name(fun, what):
-    return f"{what}({getattr(fun, '__name__', 'f')})"
-
-
-def _check_parallel(parallel, what):
-    if parallel is None:
-        return None
-    from .backends.numba_parallel import check_parallel
-
-    return check_parallel(parallel, what)
-
-
-def _prepare(fun, what, backend, argnums=None, single=False, parallel=None):
-    _check_callable(fun, what)
-    _check_backend(backend)
-    _check_parallel(parallel, what)
-    return None if argnums is None else _argnums(argnums, what, single)
 
 
 @_api
@@ -530,13 +354,6 @@ def hessian(fun, argnums=0, backend: str | None = None, checkpoint="store", para
     return jacobian(grad(fun, argnums, backend, checkpoint, parallel), argnums, "fwd", backend, parallel=parallel)
 
 
-def _tuple_arg(v, what, name):
-    if not isinstance(v, (tuple, list)):
-        raise PullbackError(f"{what}: {name} must be a tuple (or list) with one entry per argument, "
-                            f"got {type(v).__name__}", hint=f"write pb.{what}(f, (x,), (t,)) for one argument")
-    return tuple(v)
-
-
 class _JvpOp:
     """`pb.jvp(f, primals, tangents) -> (out, tangent_out)`."""
 
@@ -594,99 +411,3 @@ def _apply_vjp(ctx, fun, primals, ct, cp=None):
 jvp = _JvpOp()
 vjp = _VjpOp()
 
-
-@_api
-def derivative_source(fun, *args, mode: str = "rev", argnums=None, checkpoint="store") -> str:
-    """The readable Python source of `fun`'s derivative for these arguments.
-
-    mode="rev" shows the vjp (forward sweep, then the return sweep with
-    provenance comments); mode="fwd" shows the jvp (tangent statements next to
-    primal ones).
-    """
-    from .backends.pysource import emit_prog
-    from .frontend import stage
-
-    _check_callable(fun, "derivative_source")
-    if mode not in ("rev", "fwd"):
-        raise PullbackError(f"mode must be 'rev' or 'fwd', got {short_repr(mode)}",
-                            hint="mode='rev' shows the vjp, mode='fwd' the jvp")
-    cp = checkpointing.parse(checkpoint, "derivative_source")
-    return emit_prog(derived_prog(stage(fun, args).prog, mode, cp))
-
-
-def derived_prog(prog, mode: str, cp=None):
-    """The derivative program (`mode` "rev": the vjp, "fwd": the jvp) of a staged
-    program, pruned to what its entry uses, as `derivative_source` and the CLI's
-    ``--ir`` show it: custom functions (note [custom-rules]) call their rules."""
-    from .ir.traverse import prune_prog
-    from .passes.jvp import jvp_prog
-    from .passes.vjp import vjp_prog
-    from .passes.vjp.custom import opaque
-
-    base = opaque(prog)  # custom functions: their rules are called, their bodies not read
-    out, name = vjp_prog(base, checkpoint=cp) if mode == "rev" else jvp_prog(base)
-    real = {f.name: f for f in prog.funcs}
-    return prune_prog(out.with_funcs([real.get(f.name, f) for f in out.funcs], entry=name))
-
-
-@dataclass
-class MemoryReport:
-    """What the return sweep held and recomputed, in one gradient evaluation:
-
-    - `peak_bytes`: the peak of bytes in stores (saved loop values, undo logs,
-      the residuals split-mode calls keep, and checkpointed loops' snapshots);
-    - `recompute_factor`: the work of the user's statements the gradient
-      executes (its forward sweep and every re-execution, not adjoint code),
-      divided by the primal's own work, both by the primitives' cost rules;
-    - `schedule`: the checkpoint strategy used."""
-
-    peak_bytes: int
-    final_bytes: int
-    recompute_factor: float | None = 1.0
-    schedule: str = '"store"'
-
-    def __str__(self):
-        rf = "None" if self.recompute_factor is None else f"{self.recompute_factor:.2f}"
-        return f"MemoryReport(peak_bytes={self.peak_bytes}, recompute_factor={rf}, schedule={self.schedule})"
-
-
-@_api
-def memory_report(fun, *args, checkpoint="store", backend: str = "interp") -> MemoryReport:
-    """Run `fun`'s reverse pass (a vjp with an all-ones cotangent) under the
-    `checkpoint` strategy and report the bytes its stores held. On the
-    interpreter (the default) it also counts the work (`recompute_factor`); on
-    `backend="numba"` a metered build counts store bytes only (fast enough for
-    long runs: t = 10**6 loop iterations, determinants of order hundreds), and
-    `recompute_factor` is None."""
-    from .backends.interp import Meter, OpCount, run
-    from .frontend import stage
-
-    _check_callable(fun, "memory_report")
-    cp = checkpointing.parse(checkpoint, "memory_report")
-    if backend not in ("interp", "numba"):
-        raise PullbackError(f"memory_report: backend={short_repr(backend)} is not supported",
-                            hint='use backend="interp" (bytes and work) or backend="numba" (bytes)')
-    st = stage(_Transformed(lambda ctx, f, a: _ones_vjp(ctx, f, a, cp), fun, backend, "vjp"), args)
-    meter = Meter()
-    leaves, _ = flatten(tuple(args))
-    if backend == "numba":
-        from .backends import numba_backend
-
-        numba_backend.run(st.prog, *leaves, meter=meter)
-        return MemoryReport(meter.peak, meter.live, None, repr(cp))
-    ops = OpCount()
-    run(st.prog, *leaves, meter=meter, ops=ops)
-    primal, pops = stage(fun, args), OpCount()
-    run(primal.prog, *leaves, ops=pops)
-    factor = ops.primal_work / pops.primal_work if pops.primal_work else 1.0
-    return MemoryReport(meter.peak, meter.live, factor, repr(cp))
-
-
-def _ones_vjp(ctx, fun, args, cp=None):
-    from .ir.core import Const
-
-    out, vfn = transforms.vjp(ctx, fun, args, cp)
-    atoms, tree = ctx.to_atoms(out)
-    ones = [ctx.builder.emit("full", Const(1.0, a.type.with_shape(())), shape=tuple(a.type.shape), name="ones")
-            for a in atoms]
-    return vfn.__pullback_stage__(ctx, (ctx.from_atoms(ones, tree),), {})

@@ -1,0 +1,224 @@
+"""The public API's boundary: what enters is checked, what leaves is a result
+of the declared dtype or a located error (notes [api-errors], [output-dtypes]).
+
+Contract:
+- Argument checks for the transformations (`_prepare`, `_check_callable`,
+  `_argnums`, `_static_argnums`, `_check_backend`, `_check_parallel`,
+  `_tuple_arg`, `_positional`) raise `PullbackError`s with a hint; they import
+  nothing heavy (`_check_callable` looks for `StagedClosure` only when the
+  frontend is already loaded, `_check_parallel(None)` imports nothing).
+- `default_backend()`: ``$PULLBACK_BACKEND`` or `DEFAULT_BACKEND`, one of
+  `BACKENDS`.
+- `_fast_key(args)`: a cheap signature key for calls with only arrays and
+  numbers, or None; `_out_dtypes(prog)` and `_to_output(v, dt)`: a backend's
+  results converted to the entry's declared result dtypes.
+- `_Boundary` (callables with `_call(args, kwargs)`) and `_api` (functions):
+  any exception leaving becomes `_boundary_error(e)`, the located
+  `PullbackError` of `errors.user_error`, its traceback through pullback
+  dropped unless ``$PULLBACK_DEBUG`` is set (then internal exceptions pass
+  unchanged).
+- Stateless: safe from any thread.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+from .errors import PullbackError, debugging, short_repr, user_error
+
+DEFAULT_BACKEND = "numba"
+BACKENDS = ("numba", "pysource", "interp")
+
+
+def default_backend() -> str:
+    """The backend transformations use when none is given: ``$PULLBACK_BACKEND``
+    if set (``numba``, ``pysource`` or ``interp``), else ``"numba"``."""
+    name = os.environ.get("PULLBACK_BACKEND") or DEFAULT_BACKEND
+    if name not in BACKENDS:
+        raise PullbackError(f"PULLBACK_BACKEND={name!r} is not a backend",
+                            hint="set PULLBACK_BACKEND to 'numba', 'pysource' or 'interp', or unset it")
+    return name
+
+
+_SIMPLE = (float, int, bool)
+
+
+def _fast_key(args):
+    """A cheap signature key when every argument is an array or a number (no
+    pytrees); None otherwise, and the general key is used. uint64 values may not
+    fit in int64, so they always take the checked path."""
+    key = []
+    for a in args:
+        if isinstance(a, (np.ndarray, np.generic)):
+            if a.dtype.kind not in "fib" or type(a) is not np.ndarray and not isinstance(a, np.generic):
+                return None  # uint64, other dtypes and ndarray subclasses take the checked path
+            key.append((a.dtype, a.shape))
+        elif type(a) in _SIMPLE:
+            key.append(type(a))
+        else:
+            return None
+    return tuple(key)
+
+
+def _out_dtypes(prog):
+    """NumPy dtypes of the entry's results: outputs are converted to these (note [output-dtypes])."""
+    from .ir.types import TensorType, np_dtype
+
+    return tuple(np.dtype(np_dtype(t.dtype)) if isinstance(t, TensorType) else None
+                 for t in prog.func(prog.entry).ret_types)
+
+
+_PY_KIND = {float: "f", int: "i", bool: "b"}
+
+
+def _to_output(v, dt):
+    """A backend's result as the IR result type `dt` says: arrays of that dtype (no
+    copy when they already have it), 0-d arrays as NumPy scalars, Python scalars kept
+    when their kind is right."""
+    if isinstance(v, np.ndarray):
+        if dt is not None and v.dtype != dt:
+            v = v.astype(dt)
+        return v if v.ndim else v[()]
+    if dt is None:
+        return v
+    if isinstance(v, np.generic):
+        return v if v.dtype == dt else dt.type(v)
+    if _PY_KIND.get(type(v)) == dt.kind and dt.itemsize == 8 or type(v) is bool and dt.kind == "b":
+        return v
+    return dt.type(v)
+
+
+def _positional(fun, args, kwargs) -> tuple:
+    """Keyword arguments bound to `fun`'s positional parameters (as Python would)."""
+    import inspect
+
+    target = getattr(fun, "fun", fun)
+    try:
+        bound = inspect.signature(target, follow_wrapped=False).bind(*args, **kwargs)
+        bound.apply_defaults()
+    except (TypeError, ValueError) as e:
+        raise PullbackError(f"cannot pass these arguments to {getattr(target, '__name__', 'the function')}: {e}",
+                            hint="pass the arguments its signature declares") from None
+    if bound.kwargs:
+        raise PullbackError(f"keyword-only arguments {sorted(bound.kwargs)} are not supported by transformations",
+                            hint="make them positional parameters")
+    return tuple(bound.args)
+
+
+def _check_callable(fun, what):
+    staging = sys.modules.get("pullback.frontend.staging")  # not imported: fun cannot be a StagedClosure
+    if staging is not None and isinstance(fun, staging.StagedClosure):  # a nested def or lambda in staged code
+        return                                                           # (note [closures])
+    if not callable(fun):
+        raise PullbackError(f"{what} needs a function, got {short_repr(fun)} of type {type(fun).__name__}",
+                            hint=f"pass the function itself: pb.{what}(f), then call the result with the arguments")
+    if isinstance(fun, type):
+        raise PullbackError(f"{what} needs a function, got the class {fun.__name__}",
+                            hint="pass a function (or a method of an instance) that computes with NumPy")
+
+
+def _argnums(argnums, what, single=False):
+    """`argnums` validated: an int, or (unless `single`) a non-empty tuple/list of distinct ints."""
+    def bad(msg):
+        return PullbackError(f"{what}: {msg}",
+                             hint="argnums is the position of the argument to differentiate (an int), "
+                                  + ("" if single else "or a tuple of distinct positions, ") + "e.g. argnums=0")
+
+    if isinstance(argnums, (int, np.integer)) and not isinstance(argnums, (bool, np.bool_)):
+        return int(argnums)
+    if single:
+        raise bad(f"argnums must be an int, got {short_repr(argnums)}")
+    if not isinstance(argnums, (tuple, list)):
+        raise bad(f"argnums must be an int or a tuple of ints, got {short_repr(argnums)}")
+    if not argnums:
+        raise bad("argnums is empty")
+    out = []
+    for n in argnums:
+        if not isinstance(n, (int, np.integer)) or isinstance(n, (bool, np.bool_)):
+            raise bad(f"argnums must contain ints, got {short_repr(n)}")
+        out.append(int(n))
+    if len(set(out)) != len(out):
+        raise bad(f"argnums {tuple(out)} repeats a position")
+    return tuple(out)
+
+
+def _static_argnums(static_argnums):
+    if isinstance(static_argnums, (int, np.integer)) and not isinstance(static_argnums, (bool, np.bool_)):
+        return (int(static_argnums),)
+    if isinstance(static_argnums, (tuple, list)) and all(
+            isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in static_argnums):
+        return tuple(int(n) for n in static_argnums)
+    raise PullbackError(f"static_argnums must be an int or a tuple of ints, got {short_repr(static_argnums)}",
+                        hint="static_argnums lists the positions of arguments whose values are fixed when staging")
+
+
+def _check_backend(backend):
+    if backend is not None and backend not in BACKENDS:
+        raise PullbackError(f"unknown backend {short_repr(backend)}", hint="use backend='numba', 'pysource' or 'interp'")
+    return backend
+
+
+def _name(fun, what):
+    return f"{what}({getattr(fun, '__name__', 'f')})"
+
+
+def _check_parallel(parallel, what):
+    if parallel is None:
+        return None
+    from .backends.numba_parallel import check_parallel
+
+    return check_parallel(parallel, what)
+
+
+def _prepare(fun, what, backend, argnums=None, single=False, parallel=None):
+    _check_callable(fun, what)
+    _check_backend(backend)
+    _check_parallel(parallel, what)
+    return None if argnums is None else _argnums(argnums, what, single)
+
+
+def _tuple_arg(v, what, name):
+    if not isinstance(v, (tuple, list)):
+        raise PullbackError(f"{what}: {name} must be a tuple (or list) with one entry per argument, "
+                            f"got {type(v).__name__}", hint=f"write pb.{what}(f, (x,), (t,)) for one argument")
+    return tuple(v)
+
+
+class _Boundary:
+    """Public callables: turn anything leaving `_call` into a located PullbackError."""
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return self._call(args, kwargs)
+        except Exception as e:
+            if debugging() and not isinstance(e, PullbackError):
+                raise
+            raise _boundary_error(e) from None
+
+
+def _boundary_error(e):
+    """`e` as the located PullbackError a public entry point raises; its traceback
+    through pullback's internals is dropped unless $PULLBACK_DEBUG is set."""
+    err = user_error(e)
+    if not debugging():
+        err.__cause__ = None
+        err.__suppress_context__ = True
+        err = err.with_traceback(None)
+    return err
+
+
+def _api(fn):
+    """Decorator for public functions: the same boundary as `_Boundary`."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            if debugging() and not isinstance(e, PullbackError):
+                raise
+            raise _boundary_error(e) from None
+    return wrapper
