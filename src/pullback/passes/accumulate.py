@@ -1,0 +1,254 @@
+"""Add pieces of an adjoint straight into the array they end up in:
+`accumulate(prog) -> prog` (note [accumulate]).
+
+Contract. A *chain* is `w = index_update(...index_update(full(+0), v_1, r_1,
+add)..., v_k, r_k, add)`: a zero array (fill exactly +0, not -0) into which
+values are added at static regions (static slices and constant in-range
+integer indices; no dynamic slices or indices), every intermediate array and
+`w` itself read once, all defined in the body being rewritten (never across a
+loop or branch boundary, where the work would be repeated). Two rewrites:
+
+1. `y = index_update(B, w, R, add)`, `B = full(+0)` of `w`'s dtype and `R`
+   static, becomes `y = index_update(...index_update(B, v_1, R.r_1, add)...,
+   v_k, R.r_k, add)`, where `R.r_i` is region `r_i` of `w` seen in `B`. Exact:
+   each element receives the same additions in the same order, and `0 + s`
+   equals `s` for the partial sums `s` (which start from +0, so are never -0).
+2. `y = add(a, w)` (or `add(w, a)`), with `a`, `w` and `y` of one type (no
+   broadcasting) and the chain's regions pairwise disjoint, becomes
+   `y = index_update(...index_update(a, v_1, r_1, add)..., v_k, r_k, add)`.
+   Disjointness keeps every element one addition (`a + (0 + v)` against
+   `a + v`); the result can differ only in the sign of a zero: an element
+   where `a` is -0 and `v` is -0 (or no `v` touches it) was +0 and is now -0.
+
+Updates of an empty region are dropped (they add nothing). The chain's arrays
+are then unread and `ir.traverse.dce` drops them: the backend's ownership
+analysis updates `B` or `a` in place when it is dead after the update. The
+numba backend runs it after inlining (`numba_backend.lower`): det by minors'
+gradient otherwise makes, per minor, a zero matrix for the concatenation's
+adjoint, one for the row slice's, and adds whole matrices.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+
+import numpy as np
+
+from ..ir.core import Body, Const, Let, Prim, Prog, Var
+from ..ir.names import NameSupply
+from ..ir.prims import params_key
+from ..ir.traverse import all_names, dce, exp_atoms, exp_scopes, iter_lets, map_exp
+from ..ir.types import I64
+
+def accumulate(prog: Prog) -> Prog:
+    out, changed = [], False
+    for f in prog.funcs:
+        rw = _Rewriter(f)
+        body = rw.body(f.body, {})
+        if body is not f.body:
+            changed = True
+            f = dataclasses.replace(f, body=dce(body))
+        out.append(f)
+    return prog.with_funcs(out) if changed else prog
+
+
+# ---------------------------------------------------------------------------
+# regions: one entry per dimension, ("d", i) or ("s", range), all normalised
+# ---------------------------------------------------------------------------
+
+
+def _region(shape, spec, idx):
+    """The region `spec`/`idx` selects in an array of static `shape`, or None
+    when it is not static (dynamic slice or index, an index out of range)."""
+    if len(spec) > len(shape) or not all(isinstance(n, int) for n in shape):
+        return None
+    out, it = [], iter(idx)
+    for n, s in zip(shape, spec):
+        if s[0] == "d":
+            a = next(it)
+            if not (isinstance(a, Const) and a.type.dtype == "i64" and not a.type.shape and -n <= a.value < n):
+                return None
+            out.append(("d", a.value % n))
+        elif s[0] == "s":
+            out.append(("s", range(*slice(s[1], s[2], s[3]).indices(n))))
+        else:
+            return None
+    out.extend(("s", range(n)) for n in shape[len(spec):])
+    return tuple(out)
+
+
+def _empty(region) -> bool:
+    return any(k == "s" and len(r) == 0 for k, r in region)
+
+
+def _compose(outer, inner):
+    """Region `inner` of the array that region `outer` selects, as a region of
+    the outer array (`inner` has one entry per kept dimension of `outer`)."""
+    it = iter(inner)
+    out = []
+    for k, r in outer:
+        if k == "d":
+            out.append((k, r))
+            continue
+        ki, ri = next(it)
+        if ki == "d":
+            out.append(("d", r[ri]))
+        elif len(ri) == 0:
+            out.append(("s", range(0)))
+        else:
+            start, step = r[ri[0]], r.step * ri.step
+            out.append(("s", range(start, start + step * len(ri), step)))
+    return tuple(out)
+
+
+def _spec(shape, region):
+    """(spec, index atoms) of the non-empty `region`, or None when a slice would
+    not select it (never expected: a safety net)."""
+    spec, idx = [], []
+    for n, (k, r) in zip(shape, region):
+        if k == "d":
+            spec.append(("d",))
+            idx.append(Const(int(r), I64))
+            continue
+        stop = r[-1] + (1 if r.step > 0 else -1)   # regions here are never empty
+        if stop < 0:
+            stop = None                                # a negative step down to index 0
+        if range(*slice(r.start, stop, r.step).indices(n)) != r:
+            return None
+        spec.append(("s", r.start, stop, r.step))
+    while spec and spec[-1][0] == "s" and spec[-1][1:] == (0, shape[len(spec) - 1], 1):
+        spec.pop()
+    return tuple(spec), tuple(idx)
+
+
+def _disjoint(a, b) -> bool:
+    """Whether two regions of one array share no element (conservative)."""
+    for (ka, ra), (kb, rb) in zip(a, b):
+        if ka == "d" and kb == "d":
+            if ra != rb:
+                return True
+        elif ka == "d" or kb == "d":
+            i, r = (ra, rb) if ka == "d" else (rb, ra)
+            if i not in r:
+                return True
+        elif not len(ra) or not len(rb) or max(ra) < min(rb) or max(rb) < min(ra):
+            return True
+        elif ra.step != 1 or rb.step != 1:
+            if len(ra) * len(rb) <= 1 << 16 and not set(ra) & set(rb):
+                return True
+    return False
+
+
+def _is_pos_zero(a) -> bool:
+    return (isinstance(a, Const) and not a.type.shape and a.value == 0
+            and not np.signbit(a.value))
+
+
+# ---------------------------------------------------------------------------
+# the rewrite
+# ---------------------------------------------------------------------------
+
+
+class _Rewriter:
+    def __init__(self, f):
+        self.names = NameSupply(all_names(f))
+        uses: Counter = Counter()
+        for st in iter_lets(f.body):
+            uses.update(a for a in exp_atoms(st.exp) if isinstance(a, Var))
+            for _, b in exp_scopes(st.exp):
+                uses.update(a for a in b.result if isinstance(a, Var))
+        uses.update(a for a in f.body.result if isinstance(a, Var))
+        self.uses = uses
+
+    def body(self, body: Body, outer: dict) -> Body:
+        scoped, local = dict(outer), {}
+        stmts, changed = [], False
+        for st in body.stmts:
+            e = st.exp
+            if isinstance(e, Prim):
+                new = self._rule(st.pat, e, local, scoped) if len(st.pat) == 1 else None
+                if new is not None:
+                    changed = True
+                    for pat, ne in new:
+                        stmts.append(Let(pat, ne, st.loc))
+                        local[pat[0]] = scoped[pat[0]] = ne
+                    continue
+                if len(st.pat) == 1:
+                    local[st.pat[0]] = scoped[st.pat[0]] = e
+            else:
+                inner = []
+
+                def scope(bs, b):
+                    b2 = self.body(b, scoped)
+                    inner.append(b2 is not b)
+                    return bs, b2
+
+                e2 = map_exp(e, lambda a: a, scope)
+                if any(inner):
+                    changed, e = True, e2
+            stmts.append(st if e is st.exp else Let(st.pat, e, st.loc))
+        return Body(tuple(stmts), body.result) if changed else body
+
+    def _chain(self, w, local: dict, scoped: dict):
+        """[(v, region)] of the chain `w` (static regions of `w`, in order), or None."""
+        if not isinstance(w, Var) or not w.type.shape:
+            return None
+        steps, x = [], w
+        while True:
+            e = local.get(x)
+            if e is None or e.op != "index_update" or e.p["mode"] != "add" or self.uses[x] != 1:
+                break
+            r = _region(w.type.shape, e.p["spec"], e.args[2:])
+            if r is None:
+                return None
+            steps.append((e.args[1], r))
+            x = e.args[0]
+        base = scoped.get(x) if isinstance(x, Var) else None
+        if not steps or base is None or base.op != "full" or not _is_pos_zero(base.args[0]):
+            return None
+        return steps[::-1]
+
+    def _emit(self, y: Var, base, steps):
+        """Statements adding each (v, region) of `steps` into `base`, the last binding `y`."""
+        steps = [(v, r) for v, r in steps if not _empty(r)]
+        if not steps:
+            return None
+        specs = [_spec(y.type.shape, r) for _, r in steps]
+        if any(s is None for s in specs):
+            return None
+        out, cur = [], base
+        for i, ((v, _), (spec, idx)) in enumerate(zip(steps, specs)):
+            if i == len(steps) - 1:
+                nxt = y
+            else:
+                nxt = Var(self.names.fresh(y.name), y.type)
+                self.uses[nxt] = 1
+            out.append(((nxt,), Prim("index_update", (cur, v) + idx, params_key({"mode": "add", "spec": spec}))))
+            cur = nxt
+        return out
+
+    def _rule(self, pat, e: Prim, local: dict, scoped: dict):
+        (y,) = pat
+        if e.op == "index_update" and e.p["mode"] == "add":   # rewrite 1
+            b, w = e.args[0], e.args[1]
+            bd = scoped.get(b) if isinstance(b, Var) else None
+            if bd is None or bd.op != "full" or not _is_pos_zero(bd.args[0]):
+                return None
+            if not isinstance(w, Var) or w.type.dtype != y.type.dtype:
+                return None
+            outer = _region(y.type.shape, e.p["spec"], e.args[2:])
+            steps = self._chain(w, local, scoped) if outer is not None else None
+            if steps is None:
+                return None
+            return self._emit(y, b, [(v, _compose(outer, r)) for v, r in steps])
+        if e.op == "add" and len(e.args) == 2:                # rewrite 2
+            for a, w in (e.args, e.args[::-1]):
+                if not (isinstance(a, Var) and a.type == w.type == y.type):
+                    continue
+                steps = self._chain(w, local, scoped)
+                if steps is None:
+                    continue
+                regions = [r for _, r in steps if not _empty(r)]
+                if all(_disjoint(p, q) for i, p in enumerate(regions) for q in regions[i + 1:]):
+                    return self._emit(y, a, steps)
+        return None

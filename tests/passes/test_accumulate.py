@@ -1,0 +1,186 @@
+"""`passes.accumulate` (note [accumulate]): chains of additions into a zero
+array are added straight into the array they end up in. Rewrite 1 (into a
+zero array) keeps every bit; rewrite 2 (into a live array) can change only the
+sign of a zero. Each case that must not be rewritten is checked not to be, and
+values agree with the interpreter on the program before the pass and on numba
+(which runs the pass)."""
+import numpy as np
+import pytest
+
+import pullback as pb
+from pullback.backends import interp
+from pullback.backends import numba_backend as nb
+from pullback.gradbench.modules import det as det_module
+from pullback.ir.core import Prim
+from pullback.ir.parser import parse_prog
+from pullback.ir.traverse import iter_lets
+from pullback.passes.accumulate import accumulate
+from pullback.passes.forward_index import forward_index
+from pullback.passes.inline import inline_scalar_calls, inline_small
+
+HEAD = "entry def f(a: f64[4,4], v: f64[3,2], u: f64[3,1], s: f64, i: i64) -> ({rets}) {{\n"
+CHAIN = """
+  let z0: f64[3,4] = full({zero}) {{shape=(3, 4)}}
+  let z1: f64[3,4] = index_update(z0, v{vidx}) {{mode='add', spec={vspec}}}
+  let z2: f64[3,4] = index_update(z1, u) {{mode='add', spec=(('s', 0, 3, 1), ('s', {ucol}, {ucol1}, 1))}}
+"""
+BIG = """
+  let b0: f64[4,4] = full(0.0:f64) {{shape=(4, 4)}}
+  let b1: f64[4,4] = index_update(b0, z2) {{mode='add', spec=(('s', 1, 4, 1),)}}
+  let b2: f64[4,4] = index_update(b1, s, 0:i64, 2:i64) {{mode='add', spec=(('d',), ('d',))}}
+"""
+VSPEC = "(('s', 0, 3, 1), ('s', 0, 2, 1))"
+
+
+def program(tail, rets="f64[4,4]", zero="0.0:f64", vidx="", vspec=VSPEC, ucol=3):
+    text = HEAD.format(rets=rets) + CHAIN.format(zero=zero, vidx=vidx, vspec=vspec, ucol=ucol, ucol1=ucol + 1)
+    if rets == "f64[4,4]" or "b2" in tail:
+        text += BIG.format()
+    return parse_prog(text + tail + "\n}\n")
+
+
+SMALL = ("  let c: f64[3,4] = index(a) {spec=(('s', 1, 4, 1),)}\n"
+         "  let y: f64[3,4] = add(c, z2)\n  return (y)")
+# name -> (program, whether `add` is gone, how many `full`s are left)
+CASES = {
+    # both rewrites: the chain is composed into b0's rows 1:, then added into `a`
+    "both": (program("  let y: f64[4,4] = add(a, b2)\n  return (y)"), True, 0),
+    "swapped operands": (program("  let y: f64[4,4] = add(b2, a)\n  return (y)"), True, 0),
+    # rewrite 1 only: overlapping pieces (u lands in column 1, inside v's columns 0:2)
+    "overlap": (program("  let y: f64[4,4] = add(a, b2)\n  return (y)", ucol=1), False, 1),
+    # the chain is read twice: nothing is rewritten
+    "used twice": (program("  let y: f64[4,4] = add(a, b2)\n  let t: f64[4,4] = mul(b2, 2.0:f64)\n"
+                           "  return (y, t)", rets="f64[4,4], f64[4,4]"), False, 1),
+    "broadcasting": (program("  let c: f64[4] = index(a, 0:i64) {spec=(('d',),)}\n"
+                             "  let y: f64[4,4] = add(c, b2)\n  return (y)"), False, 1),
+    # rewrite 2 straight on the small chain, and what stops it
+    "small": (program(SMALL, rets="f64[3,4]"), True, 0),
+    "small overlap": (program(SMALL, rets="f64[3,4]", ucol=1), False, 1),
+    "nonzero base": (program(SMALL, rets="f64[3,4]", zero="1.0:f64"), False, 1),
+    "negative zero base": (program(SMALL, rets="f64[3,4]", zero="-0.0:f64"), False, 1),
+    "dynamic index": (program(SMALL, rets="f64[3,4]", vidx=", i", vspec="(('s', 0, 3, 1), ('ds', 2))"), False, 1),
+    # rewrite 1 is stopped by the same; b2 is still a chain into zeros, added into `a`
+    "nonzero base 1": (program("  let y: f64[4,4] = add(a, b2)\n  return (y)", zero="1.0:f64"), True, 1),
+    "negative zero base 1": (program("  let y: f64[4,4] = add(a, b2)\n  return (y)", zero="-0.0:f64"), True, 1),
+    "dynamic index 1": (program("  let y: f64[4,4] = add(a, b2)\n  return (y)", vidx=", i",
+                                vspec="(('s', 0, 3, 1), ('ds', 2))"), True, 1),
+}
+
+
+def ops(prog):
+    return [st.exp.op for f in prog.funcs for st in iter_lets(f.body) if isinstance(st.exp, Prim)]
+
+
+def args(seed=0, zeros=False):
+    r = np.random.default_rng(seed)
+    a, v, u = r.standard_normal((4, 4)), r.standard_normal((3, 2)), r.standard_normal((3, 1))
+    if zeros:   # every sign of zero, in the accumulator and in the pieces
+        a[:, :2], v[:], u[:] = -0.0, -0.0, 0.0
+    return a, v, u, 1.5, 2
+
+
+def same(x, y, signs=True):
+    for p, q in zip(x, y):
+        np.testing.assert_array_equal(p, q)
+        if signs:
+            assert np.array_equal(np.signbit(p), np.signbit(q))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_small_programs(name):
+    prog, rewritten, fulls = CASES[name]
+    out = accumulate(prog)
+    assert ("add" not in ops(out)) == rewritten
+    assert ops(out).count("full") == fulls
+    for zeros in (False, True):
+        # without a rewritten `add` (rewrite 1 only, or nothing) every bit is kept
+        same(interp.run(out, *args(zeros=zeros)), interp.run(prog, *args(zeros=zeros)), signs=not rewritten)
+
+
+def test_only_rewrite_2_changes_a_zero_sign():
+    prog = CASES["both"][0]
+    want, got = interp.run(prog, *args(zeros=True))[0], interp.run(accumulate(prog), *args(zeros=True))[0]
+    np.testing.assert_array_equal(got, want)
+    flipped = np.signbit(got) != np.signbit(want)
+    assert flipped.any() and (got[flipped] == 0).all()   # a = -0 plus a piece -0: was +0, now -0
+
+
+def test_chain_outside_a_loop_is_not_moved_in():
+    text = """entry def f(a: f64[4], v: f64[2]) -> (f64[4]) {
+      let z0: f64[4] = full(0.0:f64) {shape=(4,)}
+      let w: f64[4] = index_update(z0, v) {mode='add', spec=(('s', 1, 3, 1),)}
+      let r: f64[4] = loop (p: f64[4] = a) for k: i64 < 3:i64 {
+        let q: f64[4] = add(p, w)
+        yield (q)
+      }
+      return (r)
+    }"""
+    prog = parse_prog(text)
+    assert accumulate(prog) is prog
+
+
+def slices(A):
+    R = A[4:0:-1, ::-1]
+    C = np.concatenate([R[::2, 3::-2], R[1::2, :2]], axis=0)
+    return np.sum(np.sin(C) * C[::-1])
+
+
+def staged_grad(fun, x):
+    prog = pb.jit(pb.grad(fun), backend="interp").staged(x).prog
+    return forward_index(inline_scalar_calls(inline_small(prog)))
+
+
+def test_negative_steps():
+    A = np.random.default_rng(3).standard_normal((5, 4))
+    prog = staged_grad(slices, A)
+    out = accumulate(prog)
+    assert ops(out).count("full") < ops(prog).count("full")
+    same(interp.run(out, A), interp.run(prog, A))
+
+
+@pytest.mark.parametrize("ell", [2, 3, 4, 5, 6])
+def test_det_gradient_one_accumulator(ell):
+    A = np.random.default_rng(ell).standard_normal((ell, ell))
+    prog = staged_grad(det_module.det, A)
+    out = accumulate(prog)
+    np.testing.assert_array_equal(interp.run(out, A)[0], interp.run(prog, A)[0])
+    if ell >= 3:   # the entry's adjoint: one zero matrix, no whole-matrix add, no minor-sized zeros
+        f = out.func("det_vjp")
+        fulls = [st.pat[0].type.shape for st in iter_lets(f.body) if isinstance(st.exp, Prim) and st.exp.op == "full"]
+        assert fulls == [(ell, ell)]
+        assert not any(st.exp.op == "add" and st.pat[0].type.shape for st in iter_lets(f.body)
+                       if isinstance(st.exp, Prim))
+
+
+def test_numba_small_programs():
+    """One numba module holding every case (numba runs the pass)."""
+    for name in ("both", "overlap", "used twice", "dynamic index"):
+        prog = CASES[name][0]
+        for zeros in (False, True):
+            a = args(zeros=zeros)
+            same(nb.run(prog, *a), interp.run(prog, *a), signs=False)
+
+
+def emitted_entry(ell):
+    A = np.zeros((ell, ell))
+    prog = pb.jit(pb.grad(det_module.det), backend="numba").staged(A).prog
+    src = nb.emit_prog(nb.lower(prog), parallel=False)
+    return src[src.index("def det_vjp("):].split("@njit")[0]
+
+
+def test_det_adjoint_updated_in_place():
+    """Every piece is added into the one zero matrix, in place (no copy, no new array)."""
+    lines = emitted_entry(4).splitlines()
+    fulls = [ln.split("=")[0].strip() for ln in lines if "np.full(" in ln]
+    assert len(fulls) == 1
+    targets = {ln.split("[")[0].strip() for ln in lines if "+=" in ln and "# pb:index_update" in ln}
+    assert targets == set(fulls)
+    assert not any("# pb:add" in ln or "copy" in ln for ln in lines)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ell", [2, 3, 4, 5, 6])
+def test_det_numba_equals_interp(ell):
+    A = np.random.default_rng(ell).standard_normal((ell, ell))
+    prog = pb.jit(pb.grad(det_module.det), backend="numba").staged(A).prog
+    np.testing.assert_array_equal(nb.run(prog, A)[0], interp.run(prog, A)[0])
