@@ -40,6 +40,7 @@ from ..ir.prims import params_key
 from ..ir.traverse import all_names, dce, exp_atoms, exp_scopes, iter_lets, map_exp
 from ..ir.types import I64
 
+
 def accumulate(prog: Prog) -> Prog:
     out, changed = [], False
     for f in prog.funcs:
@@ -131,12 +132,17 @@ def _disjoint(a, b) -> bool:
             i, r = (ra, rb) if ka == "d" else (rb, ra)
             if i not in r:
                 return True
-        elif not len(ra) or not len(rb) or max(ra) < min(rb) or max(rb) < min(ra):
+        elif _ranges_disjoint(ra, rb):
             return True
-        elif ra.step != 1 or rb.step != 1:
-            if len(ra) * len(rb) <= 1 << 16 and not set(ra) & set(rb):
-                return True
     return False
+
+
+def _ranges_disjoint(ra: range, rb: range) -> bool:
+    if not len(ra) or not len(rb) or max(ra) < min(rb) or max(rb) < min(ra):
+        return True
+    if ra.step in (1, -1) and rb.step in (1, -1):   # intervals that meet
+        return False
+    return len(ra) * len(rb) <= 1 << 16 and not set(ra) & set(rb)
 
 
 def _is_pos_zero(a) -> bool:
@@ -176,18 +182,17 @@ class _Rewriter:
                 if len(st.pat) == 1:
                     local[st.pat[0]] = scoped[st.pat[0]] = e
             else:
-                inner = []
-
-                def scope(bs, b):
-                    b2 = self.body(b, scoped)
-                    inner.append(b2 is not b)
-                    return bs, b2
-
-                e2 = map_exp(e, lambda a: a, scope)
+                inner: list = []
+                e2 = map_exp(e, lambda a: a, lambda bs, b, seen=inner: (bs, self._scope(b, scoped, seen)))
                 if any(inner):
                     changed, e = True, e2
             stmts.append(st if e is st.exp else Let(st.pat, e, st.loc))
         return Body(tuple(stmts), body.result) if changed else body
+
+    def _scope(self, b: Body, scoped: dict, seen: list) -> Body:
+        b2 = self.body(b, scoped)
+        seen.append(b2 is not b)
+        return b2
 
     def _chain(self, w, local: dict, scoped: dict):
         """[(v, region)] of the chain `w` (static regions of `w`, in order), or None."""
