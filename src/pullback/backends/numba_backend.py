@@ -433,7 +433,7 @@ def lower(prog: Prog, setting=None, metered: bool = False) -> Prog:
     from ..passes.scalarize import scalarize
     from ..passes.strong_mul import strong_mul
 
-    prog = scalarize(accumulate(forward_index(inline_scalar_calls(inline_small(prog)))))  # [forward-index], [accumulate], [scalarize]
+    prog = accumulate(scalarize(forward_index(inline_scalar_calls(inline_small(prog)))))  # [forward-index], [scalarize], [accumulate]
     prog = transpose_layout(prog)  # note [transposed-layout]
     prog = _vectorize(prog, setting, metered)
     return strong_mul(prog)  # note [strong-mul]

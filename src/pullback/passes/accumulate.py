@@ -6,7 +6,7 @@ add)..., v_k, r_k, add)`: a zero array (fill exactly +0, not -0) into which
 values are added at static regions (static slices and constant in-range
 integer indices; no dynamic slices or indices), every intermediate array and
 `w` itself read once, all defined in the body being rewritten (never across a
-loop or branch boundary, where the work would be repeated). Two rewrites:
+loop or branch boundary, where the work would be repeated). Three rewrites:
 
 1. `y = index_update(B, w, R, add)`, `B = full(+0)` of `w`'s dtype and `R`
    static, becomes `y = index_update(...index_update(B, v_1, R.r_1, add)...,
@@ -19,13 +19,21 @@ loop or branch boundary, where the work would be repeated). Two rewrites:
    Disjointness keeps every element one addition (`a + (0 + v)` against
    `a + v`); the result can differ only in the sign of a zero: an element
    where `a` is -0 and `v` is -0 (or no `v` touches it) was +0 and is now -0.
+3. `y = index_update(X, p, R, add)` where `p` is a packed array (a `full`
+   whose every element is then set once, by `index_update(..., s, i..., set)`
+   with a scalar `s` of its dtype: what `passes.scalarize` builds where a
+   scalarised array reaches an array operation) of the region's shape becomes
+   one scalar addition per element into `X`; the packed values in the chains
+   of 1 and 2 are added likewise. Exact: each element of `X` receives the same
+   one addition.
 
-Updates of an empty region are dropped (they add nothing). The chain's arrays
-are then unread and `ir.traverse.dce` drops them: the backend's ownership
-analysis updates `B` or `a` in place when it is dead after the update. The
-numba backend runs it after inlining (`numba_backend.lower`): det by minors'
-gradient otherwise makes, per minor, a zero matrix for the concatenation's
-adjoint, one for the row slice's, and adds whole matrices.
+Updates of an empty region are dropped (they add nothing). The chain's and
+pack's arrays are then unread and `ir.traverse.dce` drops them: the backend's
+ownership analysis updates `B`, `a` or `X` in place when it is dead after the
+update. The numba backend runs it after `scalarize` (`numba_backend.lower`):
+det by minors' gradient otherwise makes, per minor, a zero matrix for the
+concatenation's adjoint, one for the row slice's, and adds whole matrices; for
+the 3 x 3 minors it also packed each 2 x 2 adjoint before adding it.
 """
 from __future__ import annotations
 
@@ -213,6 +221,38 @@ class _Rewriter:
             return None
         return steps[::-1]
 
+    def _pack(self, p, local: dict, scoped: dict):
+        """[(s, region)] when `p` is a packed array, `index_update(...index_update(full(c),
+        s_1, i_1, set)..., s_n, i_n, set)` setting every element once to a scalar of its
+        dtype (what `passes.scalarize` builds where a scalarised array is needed), each
+        intermediate read once; else None."""
+        if not isinstance(p, Var) or not p.type.shape or self.uses[p] != 1:
+            return None
+        steps, x = [], p
+        while True:
+            e = local.get(x)
+            if e is None or e.op != "index_update" or e.p["mode"] != "set" or self.uses[x] != 1:
+                break
+            r = _region(p.type.shape, e.p["spec"], e.args[2:])
+            v = e.args[1]
+            if r is None or any(k != "d" for k, _ in r) or v.type.shape or v.type.dtype != p.type.dtype:
+                return None
+            steps.append((v, r))
+            x = e.args[0]
+        base = scoped.get(x) if isinstance(x, Var) else None
+        if base is None or base.op != "full" or not steps or len({r for _, r in steps}) != len(steps):
+            return None
+        return steps[::-1] if len(steps) == int(np.prod(p.type.shape)) else None
+
+    def _unpacked(self, steps, local: dict, scoped: dict):
+        """`steps` with each packed value added element by element."""
+        out = []
+        for v, r in steps:
+            shape = tuple(len(x) for k, x in r if k == "s")
+            pk = self._pack(v, local, scoped) if isinstance(v, Var) and v.type.shape == shape else None
+            out.extend([(s, _compose(r, pr)) for s, pr in pk] if pk else [(v, r)])
+        return out
+
     def _emit(self, y: Var, base, steps):
         """Statements adding each (v, region) of `steps` into `base`, the last binding `y`."""
         steps = [(v, r) for v, r in steps if not _empty(r)]
@@ -234,19 +274,21 @@ class _Rewriter:
 
     def _rule(self, pat, e: Prim, local: dict, scoped: dict):
         (y,) = pat
-        if e.op == "index_update" and e.p["mode"] == "add":   # rewrite 1
+        if e.op == "index_update" and e.p["mode"] == "add":
             b, w = e.args[0], e.args[1]
-            bd = scoped.get(b) if isinstance(b, Var) else None
-            if bd is None or bd.op != "full" or not _is_pos_zero(bd.args[0]):
-                return None
-            if not isinstance(w, Var) or w.type.dtype != y.type.dtype:
-                return None
             outer = _region(y.type.shape, e.p["spec"], e.args[2:])
-            steps = self._chain(w, local, scoped) if outer is not None else None
-            if steps is None:
+            if outer is None or not isinstance(w, Var) or w.type.dtype != y.type.dtype:
                 return None
-            return self._emit(y, b, [(v, _compose(outer, r)) for v, r in steps])
-        if e.op == "add" and len(e.args) == 2:                # rewrite 2
+            bd = scoped.get(b) if isinstance(b, Var) else None
+            steps = None
+            if bd is not None and bd.op == "full" and _is_pos_zero(bd.args[0]):
+                steps = self._chain(w, local, scoped)                       # rewrite 1
+            if steps is None:
+                steps = self._unpacked([(w, outer)], local, scoped)        # rewrite 3
+                return self._emit(y, b, steps) if steps[0][0] is not w else None
+            steps = [(v, _compose(outer, r)) for v, r in steps]
+            return self._emit(y, b, self._unpacked(steps, local, scoped))
+        if e.op == "add" and len(e.args) == 2:                              # rewrite 2
             for a, w in (e.args, e.args[::-1]):
                 if not (isinstance(a, Var) and a.type == w.type == y.type):
                     continue
@@ -255,5 +297,5 @@ class _Rewriter:
                     continue
                 regions = [r for _, r in steps if not _empty(r)]
                 if all(_disjoint(p, q) for i, p in enumerate(regions) for q in regions[i + 1:]):
-                    return self._emit(y, a, steps)
+                    return self._emit(y, a, self._unpacked(steps, local, scoped))
         return None
