@@ -42,43 +42,45 @@ MAX_DEPTH = 200  # containers nested deeper than this are refused (Python's stac
 
 def flatten(x, is_leaf=None) -> tuple[list, TreeDef]:
     leaves: list = []
-    active: set = set()  # ids of the containers on the current path (cycle check)
+    # `active`: ids of the containers on the current path (cycle check). Module-level
+    # recursion, not a closure calling itself: that is a reference cycle holding the leaves.
+    tree = _walk(x, is_leaf, leaves, set())
+    return leaves, tree
 
-    def enter(v):
-        if len(active) >= MAX_DEPTH:
-            from .errors import PullbackError
 
-            raise PullbackError(f"an argument or result is nested more than {MAX_DEPTH} containers deep",
-                                hint="flatten the data into arrays (np.stack) or shallower tuples/lists/dicts")
-        if id(v) in active:
-            from .errors import PullbackError
+def _enter(v, active: set) -> None:
+    if len(active) >= MAX_DEPTH:
+        from .errors import PullbackError
 
-            raise PullbackError(f"a {type(v).__name__} that contains itself cannot be an argument or a result",
-                                hint="pass nested tuples, lists and dicts without cycles")
-        active.add(id(v))
+        raise PullbackError(f"an argument or result is nested more than {MAX_DEPTH} containers deep",
+                            hint="flatten the data into arrays (np.stack) or shallower tuples/lists/dicts")
+    if id(v) in active:
+        from .errors import PullbackError
 
-    def go(v):
-        if is_leaf is not None and is_leaf(v):
-            leaves.append(v)
-            return LEAF
-        if isinstance(v, (tuple, list, dict)):
-            enter(v)
-            try:
-                if isinstance(v, tuple):
-                    return TreeDef("tuple", tuple(go(c) for c in v))
-                if isinstance(v, list):
-                    return TreeDef("list", tuple(go(c) for c in v))
-                keys = _sorted_keys(v)
-                return TreeDef("dict", tuple(go(v[k]) for k in keys), keys)
-            finally:
-                active.discard(id(v))
-        if v is None:
-            return TreeDef("none")
+        raise PullbackError(f"a {type(v).__name__} that contains itself cannot be an argument or a result",
+                            hint="pass nested tuples, lists and dicts without cycles")
+    active.add(id(v))
+
+
+def _walk(v, is_leaf, leaves: list, active: set) -> TreeDef:
+    if is_leaf is not None and is_leaf(v):
         leaves.append(v)
         return LEAF
-
-    tree = go(x)
-    return leaves, tree
+    if isinstance(v, (tuple, list, dict)):
+        _enter(v, active)
+        try:
+            if isinstance(v, tuple):
+                return TreeDef("tuple", tuple(_walk(c, is_leaf, leaves, active) for c in v))
+            if isinstance(v, list):
+                return TreeDef("list", tuple(_walk(c, is_leaf, leaves, active) for c in v))
+            keys = _sorted_keys(v)
+            return TreeDef("dict", tuple(_walk(v[k], is_leaf, leaves, active) for k in keys), keys)
+        finally:
+            active.discard(id(v))
+    if v is None:
+        return TreeDef("none")
+    leaves.append(v)
+    return LEAF
 
 
 def _sorted_keys(d) -> tuple:
@@ -93,22 +95,22 @@ def _sorted_keys(d) -> tuple:
 
 
 def unflatten(tree: TreeDef, leaves) -> Any:
-    it = iter(leaves)
+    return _build(tree, iter(leaves))
 
-    def go(t):
-        if t.kind == "leaf":
-            return next(it)
-        if t.kind == "none":
-            return None
-        kids = [go(c) for c in t.children]
-        if t.kind == "tuple":
-            return tuple(kids)
-        if t.kind == "list":
-            return kids
-        return dict(zip(t.keys, kids))
 
-    out = go(tree)
-    return out
+def _build(t: TreeDef, it) -> Any:
+    # a module-level function: a closure calling itself is a reference cycle, which kept
+    # every call's result arrays alive until the garbage collector ran
+    if t.kind == "leaf":
+        return next(it)
+    if t.kind == "none":
+        return None
+    kids = [_build(c, it) for c in t.children]
+    if t.kind == "tuple":
+        return tuple(kids)
+    if t.kind == "list":
+        return kids
+    return dict(zip(t.keys, kids))
 
 
 def tree_map(fn, x, *rest):
