@@ -36,7 +36,12 @@ def called(A):
     return np.linalg.norm(A[:3] * 2.0) + A[0]
 
 
-CASES = [(euler, (0.3,)), (shapes, (np.arange(4.0) - 1.5, 0.7)), (called, (np.array([3.0, -4.0, 1.0, 2.0]),))]
+def reversed_(x):                # slices with open ends and negative steps (x[::-1] has no stop)
+    return np.sum(x[::-1] * x) + x[:-4:-1][0] * x[::2][1]
+
+
+CASES = [(euler, (0.3,)), (shapes, (np.arange(4.0) - 1.5, 0.7)), (called, (np.array([3.0, -4.0, 1.0, 2.0]),)),
+         (reversed_, (np.array([0.3, 1.7, 2.5]),))]
 
 
 def loops_carry_arrays(prog):

@@ -321,7 +321,7 @@ class _Func:
                 per_axis.append([i % shape[d]])
             elif d < len(spec):
                 _, start, stop, step = spec[d]
-                per_axis.append(list(range(start, stop, step)))
+                per_axis.append(list(range(*slice(start, stop, step).indices(shape[d]))))
             else:
                 per_axis.append(list(range(shape[d])))
         region = list(itertools.product(*per_axis))
