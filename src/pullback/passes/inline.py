@@ -39,13 +39,14 @@ def inline_small(prog: Prog, max_stmts: int = MAX_STMTS) -> Prog:
     return _inline(prog, graph, small)
 
 
-def inline_scalar_calls(prog: Prog, small: int = 4, max_stmts: int = 400, max_sites: int = 2) -> Prog:
+def inline_scalar_calls(prog: Prog, small: int = 4, max_stmts: int = 400, max_copies: int = 800) -> Prog:
     """Also inline a function whose parameters and results are scalars or small
     static arrays (at most `small` elements, at least one of them an array),
-    with at most `max_stmts` statements and `max_sites` call sites in the
-    program: after `passes.scalarize` its body is scalar code in the caller,
-    where the call would pack and allocate its array arguments and results on
-    every call (note [scalarize])."""
+    with at most `max_stmts` statements, whose copies (statements times call
+    sites in the program) come to at most `max_copies` statements: after
+    `passes.scalarize` its body is scalar code in the caller, where the call
+    would pack and allocate its array arguments and results on every call (note
+    [scalarize]; det's 2 x 2 leaf vjp, three call sites of ~40 statements)."""
     from ..ir.core import Apply
     from ..ir.types import TensorType
 
@@ -62,9 +63,10 @@ def inline_scalar_calls(prog: Prog, small: int = 4, max_stmts: int = 400, max_si
     pick = {}
     for f in prog.funcs:
         types = [p.type for p in f.params] + list(f.ret_types)
-        if (f.name != prog.entry and 0 < sites.get(f.name, 0) <= max_sites and not f.rules
-                and not _recursive(f.name, graph) and all(tiny(t) for t in types)
-                and any(t.shape for t in types) and sum(1 for _ in iter_lets(f.body)) <= max_stmts):
+        n = sum(1 for _ in iter_lets(f.body))
+        if (f.name != prog.entry and 0 < sites.get(f.name, 0) and n <= max_stmts and n * sites[f.name] <= max_copies
+                and not f.rules and not _recursive(f.name, graph) and all(tiny(t) for t in types)
+                and any(t.shape for t in types)):
             pick[f.name] = f
     return _inline(prog, graph, pick)
 
