@@ -44,6 +44,17 @@ def mixed(C, P):                        # an operand with no free transpose: the
     return D * np.ones((P.shape[0], C.shape[0])) + D, np.max(D, axis=1)
 
 
+def masked(C, P):                       # an operand computed elementwise from a broadcast: transposed too
+    D = np.zeros((P.shape[0], C.shape[0]))
+    for j in range(C.shape[0]):
+        D[:, j] = P[:, 1] - C[j, 1]
+    b = np.broadcast_to(P[:, :1] - 1.0, D.shape)
+    E = np.where((b > 0.0) | np.isnan(D), 0.0, D * b)
+    for j in range(C.shape[0]):
+        E[:, j] = E[:, j] * 2.0
+    return E
+
+
 def rows_too(C, P):                     # a row read of the chain: not carried transposed
     D = np.zeros((P.shape[0], C.shape[0]))
     s = 0.0
@@ -82,7 +93,7 @@ def args_for(rng, k=5, n=7, d=3):
 
 
 @pytest.mark.parametrize("f, carried", [(columns, 1), (kmeans_dir, 2), (added_and_read, 1), (mixed, 1),
-                                        (rows_too, 0), (in_a_branch, 0), (nans, 1)])
+                                        (masked, 2), (rows_too, 0), (in_a_branch, 0), (nans, 1)])
 def test_values_unchanged_on_the_interpreter(f, carried):
     args = args_for(np.random.default_rng(0))
     prog = staged(f, *args)
@@ -95,7 +106,7 @@ def test_values_unchanged_on_the_interpreter(f, carried):
 
 
 @pytest.mark.parametrize("f, exact", [(columns, True), (kmeans_dir, True), (added_and_read, False), (mixed, True),
-                                      (nans, True)])
+                                      (masked, True), (nans, True)])
 def test_numba_bit_for_bit(monkeypatch, f, exact):
     """Bit for bit, except where a full sum reads the transposed view (`np.sum(D)` in
     added_and_read): its additions come in another order."""

@@ -8,9 +8,10 @@ whose initial value is a `full` or a matrix whose transpose is at hand, is
 carried transposed: the body reads and updates rows of X^T, which are
 contiguous. After the loop, X is bound to `transpose(X^T)` (a view), and the
 statements that read X are moved onto X^T where that is free ("sinking"):
-- elementwise primitives whose other operands are scalars, fills, or
-  broadcasts of vectors and of (n, 1) / (1, k) matrices compute their result
-  transposed (the result's own name is bound to a transposed view of it);
+- elementwise primitives whose other operands are scalars, fills,
+  broadcasts of vectors and of (n, 1) / (1, k) matrices, or computed
+  elementwise from such operands compute their result transposed (the
+  result's own name is bound to a transposed view of it);
 - `sum`, `min` and `max` reduce the other axis of X^T (same additions, in the
   same order, as the fused loops of the numba backend do them);
 - whole-column reads `X[:, j]` read row j of X^T;
@@ -106,6 +107,16 @@ class _Layout:
         d = defs.get(a)
         if d is not None and d.op == "full" and tuple(t.shape) == shape:
             return self.let(out, "t", _tt(t), Prim("full", d.args, (("shape", (shape[1], shape[0])),)), loc)
+        if d is not None and d.op in _ELEMENTWISE and tuple(t.shape) == shape:
+            # computed elementwise from transposable operands (a mask of a broadcast
+            # value, say): computed transposed too
+            mark = len(out)
+            args = [self.operand(x, shape, defs, tmap, out, loc) for x in d.args]
+            if any(x is None for x in args):
+                del out[mark:]
+                return None
+            tmap[a] = self.let(out, a.name, _tt(t), Prim(d.op, tuple(args), d.params), loc)
+            return tmap[a]
         if d is not None and d.op == "broadcast_to" and tuple(t.shape) == shape:
             z = self.operand(d.args[0], shape, defs, tmap, out, loc)
             if z is None:
