@@ -49,3 +49,35 @@ def test_saved_values_agree_on_every_backend():
     x = np.linspace(-1.0, 1.0, 7)
     for backend in ("interp", "pysource", "numba"):
         np.testing.assert_allclose(pb.grad(exp_sum, backend=backend)(x), np.exp(x), rtol=1e-12)
+
+
+def projections(x, W):
+    h = x
+    for _ in range(3):
+        h = np.sin(h @ W)           # the adjoint reads h @ W's operands, and sin reads its output
+    return np.sum(h)
+
+
+def _count_ops(prog, op):
+    return _ops_in_loops(prog).count(op)
+
+
+def test_long_contractions_are_saved_short_ones_recomputed():
+    """A matmul over >= 8 terms per element is saved by the forward loop; over fewer
+    it is recomputed (note [saved-values])."""
+    rng = np.random.default_rng(0)
+    for d, saved in ((8, True), (3, False)):
+        x, W = rng.standard_normal((4, d)), rng.standard_normal((d, d)) / d
+        g = pb.grad(projections, argnums=(0, 1), backend="interp")
+        prog = g._jit.staged(x, W).prog
+        # forward loop: 1 matmul; return sweep: 2 for the adjoint, plus 1 if recomputed
+        assert _count_ops(prog, "matmul") == (3 if saved else 4), d
+        gx, gW = g(x, W)
+        for backend in ("pysource", "numba"):
+            for a, b in zip(pb.grad(projections, argnums=(0, 1), backend=backend)(x, W), (gx, gW)):
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+        eps, i = 1e-6, (1, 2)
+        dW = np.zeros_like(W)
+        dW[i] = eps
+        fd = (projections(x, W + dW) - projections(x, W - dW)) / (2 * eps)
+        assert np.isclose(gW[i], fd, atol=1e-7)

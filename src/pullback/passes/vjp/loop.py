@@ -478,10 +478,24 @@ def _expensive(body, varied) -> list:
     out = []
     for k, st in enumerate(body.stmts):
         e = st.exp
-        if (isinstance(e, Prim) and e.op in _EXPENSIVE and len(st.pat) == 1 and st.pat[0] in varied
-                and isinstance(st.pat[0].type, TensorType) and st.pat[0].type.is_float):
+        if (isinstance(e, Prim) and (e.op in _EXPENSIVE or _long_contraction(e)) and len(st.pat) == 1
+                and st.pat[0] in varied and isinstance(st.pat[0].type, TensorType) and st.pat[0].type.is_float):
             out.append(k)
     return out
+
+
+def _long_contraction(e: Prim) -> bool:
+    """A matmul that sums over at least `_SAVE_CONTRACTION` terms per result element:
+    recomputing it costs that many multiply-adds per element, saving it one store and
+    one load (note [saved-values])."""
+    if e.op != "matmul":
+        return False
+    a = e.args[0].type
+    return isinstance(a, TensorType) and len(a.shape) >= 1 and isinstance(a.shape[-1], int) \
+        and a.shape[-1] >= _SAVE_CONTRACTION
+
+
+_SAVE_CONTRACTION = 8
 
 
 def _saved_values(rb, body, values: dict, cur: dict) -> Body:
