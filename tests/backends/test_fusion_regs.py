@@ -7,10 +7,12 @@ import pytest
 
 pytest.importorskip("numba")
 
-import pullback as pb  # noqa: E402
-from pullback.backends import interp  # noqa: E402
-from pullback.backends import numba_backend as nb  # noqa: E402
-from pullback.backends import numba_fusion  # noqa: E402
+import pullback as pb
+from pullback.backends import (
+    interp,
+    numba_fusion,
+)
+from pullback.backends import numba_backend as nb
 
 
 def row_sums(X):

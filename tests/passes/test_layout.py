@@ -8,23 +8,16 @@ import pytest
 
 import pullback as pb
 from pullback.backends import interp
+from pullback.gradbench.modules.kmeans import (
+    cost as columns,  # D[:, j] = ... per centroid
+)
+from pullback.gradbench.modules.kmeans import (
+    direction as kmeans_dir,  # jvp of its gradient
+)
 from pullback.ir.core import Loop
 from pullback.ir.traverse import iter_lets
 from pullback.passes import layout
 from pullback.passes.layout import transpose_layout
-
-
-def columns(C, P):                      # kmeans' cost
-    D = np.zeros((P.shape[0], C.shape[0]))
-    for j in range(C.shape[0]):
-        diff = P - C[j]
-        D[:, j] = np.sum(diff * diff, axis=1)
-    return np.sum(np.min(D, axis=1))
-
-
-def kmeans_dir(C, P):
-    J, H = pb.jvp(pb.grad(columns), (C, P), (np.ones_like(C), np.zeros_like(P)))
-    return J / H
 
 
 def added_and_read(C, P):               # += columns, column reads in the loop, operands of every kind

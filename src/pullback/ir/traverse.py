@@ -184,6 +184,20 @@ def iter_lets(body: Body) -> Iterator[Let]:
             yield from iter_lets(b)
 
 
+def use_counts(body: Body):
+    """How many times each variable is read in `body` (nested bodies' statements
+    and results included), as a `collections.Counter`."""
+    from collections import Counter
+
+    uses: Counter = Counter()
+    for st in iter_lets(body):
+        uses.update(a for a in exp_atoms(st.exp) if isinstance(a, Var))
+        for _, b in exp_scopes(st.exp):
+            uses.update(a for a in b.result if isinstance(a, Var))
+    uses.update(a for a in body.result if isinstance(a, Var))
+    return uses
+
+
 def iter_bodies(body: Body) -> Iterator[Body]:
     """`body` and every body nested in it (pre-order)."""
     yield body

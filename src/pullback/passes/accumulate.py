@@ -38,14 +38,13 @@ the 3 x 3 minors it also packed each 2 x 2 adjoint before adding it.
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 
 import numpy as np
 
 from ..ir.core import Body, Const, Let, Prim, Prog, Var
 from ..ir.names import NameSupply
 from ..ir.prims import params_key
-from ..ir.traverse import all_names, dce, exp_atoms, exp_scopes, iter_lets, map_exp
+from ..ir.traverse import all_names, dce, map_exp, use_counts
 from ..ir.types import I64
 
 
@@ -166,13 +165,7 @@ def _is_pos_zero(a) -> bool:
 class _Rewriter:
     def __init__(self, f):
         self.names = NameSupply(all_names(f))
-        uses: Counter = Counter()
-        for st in iter_lets(f.body):
-            uses.update(a for a in exp_atoms(st.exp) if isinstance(a, Var))
-            for _, b in exp_scopes(st.exp):
-                uses.update(a for a in b.result if isinstance(a, Var))
-        uses.update(a for a in f.body.result if isinstance(a, Var))
-        self.uses = uses
+        self.uses = use_counts(f.body)
 
     def body(self, body: Body, outer: dict) -> Body:
         scoped, local = dict(outer), {}

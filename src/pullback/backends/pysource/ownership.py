@@ -56,7 +56,7 @@ class _Ownership:
     may update their input array in place (`inplace`, by `id(Let)`)."""
 
     def __init__(self, f: Func, donated_of: dict | None = None):
-        from ...ir.traverse import exp_atoms, exp_scopes, iter_lets
+        from ...ir.traverse import exp_atoms, exp_scopes, iter_lets, use_counts
 
         self.donated_of = donated_of or {}   # function name -> its `donated` pairs
         self.call_copy: dict = {}            # id(Let of an Apply) -> positions passed as a copy
@@ -75,12 +75,7 @@ class _Ownership:
                             and (st.pat[0] in pushed or st.exp.args[0] in updated)}
         # those whose one use is a push: a store that copies on push (numba's buffers)
         # needs no copy of its own (`push_only`)
-        uses: Counter = Counter()
-        for st in iter_lets(f.body):
-            uses.update(a for a in exp_atoms(st.exp) if isinstance(a, Var))
-            for _, b in exp_scopes(st.exp):
-                uses.update(a for a in b.result if isinstance(a, Var))
-        uses.update(a for a in f.body.result if isinstance(a, Var))
+        uses = use_counts(f.body)
         self.push_only: set = {v for v in self.copied if v in pushed and uses[v] == 1}
         for st in iter_lets(f.body):
             e = st.exp
