@@ -98,7 +98,16 @@ def column_copied(P, C):                     # the old D is read after the updat
     return D, t
 
 
+def column_of_a_view(P, C):                  # the sum reads a view of D: no store from the loop
+    D = np.ones((P.shape[0], C.shape[0]))
+    for j in range(C.shape[0]):
+        V = D.T
+        D[:, j] = np.sum(V.T[::-1] * C[j, 0], axis=1)
+    return D
+
+
 @pytest.mark.parametrize("f, fused", [(columns, True), (columns_added, True), (column_kept, False),
+                                      (column_of_a_view, False),
                                       (column_shared, True), (column_copied, False), (pb.grad(lambda P, C: np.sum(columns(P, C) ** 2)), True)])
 def test_a_row_sum_is_stored_by_its_loop(monkeypatch, f, fused):
     rng = np.random.default_rng(2)

@@ -142,7 +142,8 @@ def plan(body: Body) -> dict[int, Group]:
         g.end = j
         if len(g.fused) >= 2:
             g.keep = (fused_vars & uses_after[j]) | reduced
-            if j < len(stmts) and _store(g, stmts[j], reads | hoisted_out, uses_after[j + 1]):
+            if j < len(stmts) and _store(g, stmts[j], reads | hoisted_out | _views_read(stmts[:j], stmts[j], reads),
+                                         uses_after[j + 1]):
                 g.store, g.end = stmts[j], j + 1
             groups[k] = g
             k = g.end
@@ -171,12 +172,26 @@ def region_index(fe, st: Let, js: list[str]) -> str:
     return ", ".join(target)
 
 
+def _views_read(before, st: Let, reads: set) -> set:
+    """{x} if the group reads a view of `index_update` st's array x made in this
+    body (writing x from the loop would change what the group reads), else {}."""
+    from .pysource.ownership import _aliasing_args
+
+    x = st.exp.args[0] if isinstance(st.exp, Prim) and st.exp.args else None
+    views = {x}
+    for b in before:
+        if isinstance(b.exp, Prim) and any(a in views for a in _aliasing_args(b.exp)):
+            views.update(b.pat)
+    return {x} if (views - {x}) & reads else set()
+
+
 def _store(g: Group, st: Let, touched: set, used_after: set) -> bool:
     """May the loop write `index_update` st, right after group g, itself? Its
     value is a sum of g over the innermost axis only (a row sum, kept in a
     local), used nowhere else, and exactly the updated region; its array is
-    neither read nor updated by g. Whether it is updated in place is the
-    ownership analysis's answer, at emission (note [numba-fusion])."""
+    neither read nor updated by g, nor read through a view (`touched`). Whether
+    it is updated in place is the ownership analysis's answer, at emission
+    (note [numba-fusion])."""
     e = st.exp
     if not (isinstance(e, Prim) and e.op == "index_update" and e.p["mode"] in ("set", "add")):
         return False
@@ -220,7 +235,9 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
 
     gate = numba_gate.plan(g, inplace_acc)  # note [zero-gate]
     # the update after the loop, written from it when in place (a gate would skip stores)
-    store = g.store if g.store is not None and gate is None and id(g.store) in fe.own.inplace else None
+    # and its array is bound in this body (a view of it made outside could be read here)
+    store = (g.store if g.store is not None and gate is None and id(g.store) in fe.own.inplace
+             and g.store.exp.args[0] in fe.here[-1] else None)
     stored = {}  # the row sum `store` writes -> the array's name
     if store is not None:
         stored[store.exp.args[1]] = fe.update_target(store, depth)
