@@ -427,6 +427,7 @@ def lower(prog: Prog, setting=None, metered: bool = False) -> Prog:
     `compile_prog` prints (`emit_prog(lower(prog))` shows the module numba
     compiles). `setting`: the effective parallel setting."""
     from ..passes.accumulate import accumulate
+    from ..passes.dead_clears import dead_clears
     from ..passes.forward_index import forward_index
     from ..passes.inline import inline_scalar_calls, inline_small
     from ..passes.layout import transpose_layout
@@ -434,7 +435,7 @@ def lower(prog: Prog, setting=None, metered: bool = False) -> Prog:
     from ..passes.strong_mul import strong_mul
 
     prog = accumulate(scalarize(forward_index(inline_scalar_calls(inline_small(prog)))))  # [forward-index], [scalarize], [accumulate]
-    prog = transpose_layout(prog)  # note [transposed-layout]
+    prog = transpose_layout(dead_clears(prog))  # notes [dead-clears], [transposed-layout]
     prog = _vectorize(prog, setting, metered)
     return strong_mul(prog)  # note [strong-mul]
 
