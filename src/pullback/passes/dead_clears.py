@@ -19,6 +19,7 @@ import dataclasses
 
 from ..ir.core import Body, Const, ForForm, Let, Loop, Prim, Prog, Var
 from ..ir.traverse import dce, map_exp, substitute, use_counts
+from ..ir.types import TensorType
 
 
 def dead_clears(prog: Prog) -> Prog:
@@ -90,7 +91,7 @@ def _loop(st: Let, lp: Loop, uses) -> Loop:
     aff = _affine(body, lp.form.index)
     drop: dict = {}   # cleared value -> the value before the clear
     for pos, c in enumerate(lp.params):
-        if uses[st.pat[pos]] or not c.type.shape:
+        if uses[st.pat[pos]] or not (isinstance(c.type, TensorType) and c.type.shape):
             continue
         clear = None
         for s in body.stmts:
