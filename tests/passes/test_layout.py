@@ -48,6 +48,16 @@ def masked(C, P):                       # an operand computed elementwise from a
     return E
 
 
+def abandoned(C, P):                    # an operand transposed, then the statement refused: forgotten
+    D = np.zeros((P.shape[0], C.shape[0]))
+    for j in range(C.shape[0]):
+        D[:, j] = P[:, 1] * C[j, 1]
+    m = np.broadcast_to(P[:, :1], D.shape) * 2.0
+    E = np.where(m > 1.0, D, P @ C.T)
+    F = D + m
+    return E, np.min(F, axis=1)
+
+
 def rows_too(C, P):                     # a row read of the chain: not carried transposed
     D = np.zeros((P.shape[0], C.shape[0]))
     s = 0.0
@@ -86,7 +96,7 @@ def args_for(rng, k=5, n=7, d=3):
 
 
 @pytest.mark.parametrize("f, carried", [(columns, 1), (kmeans_dir, 2), (added_and_read, 1), (mixed, 1),
-                                        (masked, 2), (rows_too, 0), (in_a_branch, 0), (nans, 1)])
+                                        (masked, 2), (abandoned, 1), (rows_too, 0), (in_a_branch, 0), (nans, 1)])
 def test_values_unchanged_on_the_interpreter(f, carried):
     args = args_for(np.random.default_rng(0))
     prog = staged(f, *args)
@@ -99,7 +109,7 @@ def test_values_unchanged_on_the_interpreter(f, carried):
 
 
 @pytest.mark.parametrize("f, exact", [(columns, True), (kmeans_dir, True), (added_and_read, False), (mixed, True),
-                                      (masked, True), (nans, True)])
+                                      (masked, True), (abandoned, True), (nans, True)])
 def test_numba_bit_for_bit(monkeypatch, f, exact):
     """Bit for bit, except where a full sum reads the transposed view (`np.sum(D)` in
     added_and_read): its additions come in another order."""

@@ -110,10 +110,10 @@ class _Layout:
         if d is not None and d.op in _ELEMENTWISE and tuple(t.shape) == shape:
             # computed elementwise from transposable operands (a mask of a broadcast
             # value, say): computed transposed too
-            mark = len(out)
+            mark = self.mark(out, tmap)
             args = [self.operand(x, shape, defs, tmap, out, loc) for x in d.args]
             if any(x is None for x in args):
-                del out[mark:]
+                self.undo(mark, out, tmap)
                 return None
             tmap[a] = self.let(out, a.name, _tt(t), Prim(d.op, tuple(args), d.params), loc)
             return tmap[a]
@@ -129,6 +129,18 @@ class _Layout:
         if len(shp) == 2 and 1 in shp:   # (n, 1) or (1, k): the same elements
             return self.reshape(out, a, (shp[1], shp[0]), loc)
         return None
+
+    @staticmethod
+    def mark(out: list, tmap: dict) -> tuple:
+        return len(out), set(tmap)
+
+    @staticmethod
+    def undo(mark: tuple, out: list, tmap: dict) -> None:
+        """Forget the statements and transposes made since `mark` (an operand failed)."""
+        n, keys = mark
+        del out[n:]
+        for k in set(tmap) - keys:
+            del tmap[k]
 
     def let(self, out: list, hint: str, t, e: Prim, loc) -> Var:
         v = self.var(hint, t)
@@ -152,10 +164,10 @@ class _Layout:
         (y,) = st.pat
         if e.op in _ELEMENTWISE and _matrix(y.type):
             shape = tuple(y.type.shape)
-            mark = len(out)
+            mark = self.mark(out, tmap)
             args = [self.operand(a, shape, defs, tmap, out, st.loc) for a in e.args]
             if any(a is None for a in args):
-                del out[mark:]
+                self.undo(mark, out, tmap)
                 return False
             yt = self.let(out, y.name, _tt(y.type), Prim(e.op, tuple(args), e.params), st.loc)
             self.bind_view(out, y, yt, tmap, st.loc)
