@@ -36,7 +36,7 @@ def gated_grad(C, P):                        # kmeans-like: row sums under a zer
     (row_sums, [(5, 7)], True),
     (middle_and_last, [(3, 4, 5)], True),
     (kept_last, [(6, 5)], False),
-    (pb.grad(gated_grad), [(3, 2), (40, 2)], True),
+    pytest.param(pb.grad(gated_grad), [(3, 2), (40, 2)], True, marks=pytest.mark.slow),  # ~7 s cold
 ])
 def test_innermost_sums_in_a_local(monkeypatch, f, shapes, local):
     rng = np.random.default_rng(1)

@@ -108,7 +108,8 @@ def test_values_unchanged_on_the_interpreter(f, carried):
         np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("f, exact", [(columns, True), (kmeans_dir, True), (added_and_read, False), (mixed, True),
+@pytest.mark.parametrize("f, exact", [(columns, True), (kmeans_dir, True),
+                                      pytest.param(added_and_read, False, marks=pytest.mark.slow), (mixed, True),
                                       (masked, True), (abandoned, True), (nans, True)])
 def test_numba_bit_for_bit(monkeypatch, f, exact):
     """Bit for bit, except where a full sum reads the transposed view (`np.sum(D)` in

@@ -40,8 +40,12 @@ def _vjp(g):
     return lambda x, y: pb.vjp(g, x, y)[1](1.0)
 
 
-@pytest.mark.parametrize("backend", ["interp", "pysource", "numba"])
-@pytest.mark.parametrize("kind", sorted(CALLS))
+# hessian on numba compiles for ~5 s from a cold cache: slow (the others cover the call path)
+CASES = [pytest.param(k, b, marks=pytest.mark.slow) if (k, b) == ("hessian", "numba") else (k, b)
+         for k in sorted(CALLS) for b in ("interp", "pysource", "numba")]
+
+
+@pytest.mark.parametrize("kind, backend", CASES)
 def test_results_are_freed_without_the_collector(kind, backend):
     if backend == "numba":
         pytest.importorskip("numba")
