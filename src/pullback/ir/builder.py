@@ -16,10 +16,14 @@ class Builder:
         self.supply = supply or NameSupply()
         self.stmts: list[Let] = []
         self.loc = loc
+        self.parent: Builder | None = None
 
     def child(self) -> "Builder":
-        """A builder for a nested body (branch, loop body) sharing the name supply."""
-        return Builder(self.supply, self.loc)
+        """A builder for a nested body (branch, loop body) sharing the name supply;
+        `parent` is this builder (analyses read the enclosing definitions)."""
+        c = Builder(self.supply, self.loc)
+        c.parent = self
+        return c
 
     def sub(self, *args, **kw):
         """The `sub` primitive; with no arguments, `child()` (kept for convenience)."""

@@ -118,6 +118,7 @@ class RevContext:
         # var -> (builder, out): `out`, emitted into `builder`, holds var's value again
         # (a loop's return sweep restores the array it updated in place, note [nested-undo])
         self.equal: dict = {}
+        self.nonneg: set = set()     # index vars known to be >= 0 (reverse counters; independent.py)
         self.vjp_of: dict = {}  # vjp function name -> primal function name (merge_calls)
         self.split_memo: dict = {}
 

@@ -13,16 +13,34 @@ import dataclasses
 from ...ir.core import Apply, Body, If, Let, Loop, Map, Prim
 
 
-def fwd_body(ctx, b, body) -> dict:
-    from . import loop
+def fwd_body(ctx, b, body, lazy: bool = False) -> dict:
+    """With `lazy` (a body re-executed by a return sweep), a loop with independent
+    iterations whose results nothing after it reads is not run forward: its return
+    sweep starts from the state before it (note [independent-loops])."""
+    from . import independent, loop
 
     tapes = {}
-    for st in body.stmts:
+    later = _read_after(body) if lazy else None
+    for i, st in enumerate(body.stmts):
         if isinstance(st.exp, Loop):
-            tapes[id(st)] = loop.fwd(ctx, b, st)
+            tape = None
+            if lazy and not (set(st.pat) & later[i]):
+                tape = independent.lazy_tape(ctx, b, st)
+            tapes[id(st)] = tape if tape is not None else loop.fwd(ctx, b, st)
         else:
             b.stmts.append(st)
     return tapes
+
+
+def _read_after(body) -> list:
+    """For each statement, the variables the statements after it read."""
+    from ...ir.traverse import free_vars
+
+    out, seen = [], set()
+    for st in reversed(body.stmts):
+        out.append(set(seen))
+        seen |= free_vars(st)
+    return out[::-1]
 
 
 def rev_body(ctx, b, body, adj, tapes) -> None:

@@ -54,6 +54,8 @@ class LoopTape:
     save_param: dict = field(default_factory=dict)  # param -> its store's parameter in the forward loop
     values: dict = field(default_factory=dict)    # body statement index -> final store of its result
     site: tuple = ()                               # (builder, Let) of the forward loop, for `_drop_saves`
+    entry: dict = field(default_factory=dict)     # param -> its value before the loop, which every
+                                                  # re-executed iteration reads (independent.py)
 
 
 @dataclass
@@ -343,6 +345,7 @@ def reverse_frame(ctx, b, st, adj) -> ReverseFrame:
                  key=lambda v: v.name)
     rb = b.child()
     k = rb.fresh("k", I64)
+    ctx.nonneg.add(k)
     return ReverseFrame(act, fvs, rb, k,
                         {i: rb.fresh(names.adjoint(e.params[i].name), e.params[i].type) for i in act},
                         {i: cts[i] if cts[i] is not None else adj.get_or_zero(outs[i]) for i in act},
@@ -387,9 +390,11 @@ def rev_store(ctx, b, st, adj, tape: LoopTape) -> None:
     if isinstance(e.form, ForForm):
         nm1 = rb.emit("sub", n, Const(1, I64), name="last")
         restored[e.form.index] = rb.emit("sub", nm1, k, name=e.form.index.name)
+        ctx.nonneg.add(restored[e.form.index])   # in [0, n)
     for p, s in tape.saved.items():
         cur[s], v = rb.emit_multi("store_pop", cur[s], name=p.name)
         restored[p] = v
+    restored.update(tape.entry)   # independent iterations: each sees the values before the loop
     for p, entries in tape.undo.items():
         a = cur_arr[p]
         for en in reversed(entries):
@@ -415,7 +420,7 @@ def rev_store(ctx, b, st, adj, tape: LoopTape) -> None:
             ctx.varied.add(restored[p])
     body = recomputed(rename_body(e.body, ctx.supply, restored))
     mark_body(body, ctx.varied)
-    tapes = fwd_body(ctx, rb, _saved_values(rb, body, tape.values, cur))
+    tapes = fwd_body(ctx, rb, _saved_values(rb, body, tape.values, cur), lazy=True)
     inner = Adjoints(rb, ctx.varied)
     for v in fvs:
         inner.m[v] = fa[v]
