@@ -199,3 +199,24 @@ def test_det_lu_gradient_stays_cheap(monkeypatch):
     store_all = ratios()
     assert lazy[1] <= lazy[0] * 1.05, lazy
     assert lazy[1] < 0.8 * store_all[1], (lazy, store_all)
+
+
+def carried_offset(a, x):
+    """The slab index k + c uses c, carried by an inner loop: iteration k writes a[k]
+    and a[k + 1], so iterations overlap. c is not loop-invariant, and is not taken for it."""
+    a = a.copy()
+    for t in range(2):
+        for k in range(a.shape[0] - 1):
+            c = 0
+            for q in range(2):
+                m = k + max(c, 0)          # provably >= 0, so only invariance rules it out
+                a[m] = a[m] * x + 1.0
+                c = c + 1
+    return np.sum(a * a)
+
+
+def test_offset_carried_by_an_inner_loop_is_not_invariant():
+    args = (np.linspace(-1.0, 1.0, 4), 0.7)
+    g = pb.grad(carried_offset, argnums=(0, 1), backend="interp")(*args)
+    for j in range(2):
+        np.testing.assert_allclose(g[j], _fd(carried_offset, args, j), rtol=1e-6, atol=1e-7)

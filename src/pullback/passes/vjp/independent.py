@@ -25,7 +25,7 @@ keeps the store-all reversal.
 from __future__ import annotations
 
 from ...ir.core import Const, ForForm, Loop, Prim, Var
-from ...ir.traverse import free_vars, iter_lets
+from ...ir.traverse import exp_scopes, free_vars, iter_lets
 from ...ir.types import TensorType
 
 
@@ -40,13 +40,17 @@ def lazy_tape(ctx, b, st):
     if not isinstance(e, Loop) or not isinstance(e.form, ForForm):
         return None
     known = set(getattr(ctx, "nonneg", ())) | {e.form.index}
-    body_defs = {}
+    body_defs, variant = {}, set()   # definitions in the body; every var bound in it
     for s in iter_lets(e.body):
         for v in s.pat:
             body_defs[v] = s
+        variant.update(s.pat)
+        for binders, _ in exp_scopes(s.exp):
+            variant.update(binders)
         if isinstance(s.exp, Loop) and isinstance(s.exp.form, ForForm):
             known.add(s.exp.form.index)
     try:
+        found = []
         for j, p in enumerate(e.params):
             if e.body.result[j] == p:
                 continue  # unchanged: every iteration sees the value before the loop
@@ -54,7 +58,10 @@ def lazy_tape(ctx, b, st):
                 return None
             writes, reads = [], []
             _accesses(e.body, p, e.body.result[j], writes, reads)
-            _check(e.form.index, writes, reads, _Facts(b, body_defs, known))
+            found.append((writes, reads))
+        facts = _Facts(b, body_defs, variant, known)
+        for writes, reads in found:
+            _check(e.form.index, writes, reads, facts)
     except _Fail:
         return None
     return LoopTape(count=e.form.bound, entry={p: e.init[j] for j, p in enumerate(e.params)})
@@ -95,8 +102,8 @@ def _accesses(body, p, result, writes, reads) -> None:
 class _Facts:
     """Definitions (loop body, then enclosing builders) and known non-negative values."""
 
-    def __init__(self, b, body_defs, known):
-        self.body_defs = body_defs
+    def __init__(self, b, body_defs, variant, known):
+        self.variant = variant
         self.known = known
         self.defs = dict(body_defs)
         bb = b
@@ -141,7 +148,7 @@ class _Facts:
         return False
 
     def invariant(self, form: dict, index) -> bool:
-        return all(v == 1 or (v != index and v not in self.body_defs) for v in form)
+        return all(v == 1 or (v != index and v not in self.variant) for v in form)
 
 
 def _is_int(a) -> bool:
