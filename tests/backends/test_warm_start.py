@@ -125,7 +125,9 @@ _CHILD = textwrap.dedent("""
             out["linalg_before_matmul"] = "scipy.linalg" in sys.modules
         n0 = count[0]
         v = cases[name]()
-        out[name] = {"value": np.asarray(v, dtype=float).tolist(), "staged": count[0] - n0}
+        from pullback.backends.numba_backend import last_cache_hit
+        out[name] = {"value": np.asarray(v, dtype=float).tolist(), "staged": count[0] - n0,
+                     "numba_hit": bool(last_cache_hit())}
     from pullback.backends import warm_cache
     print(json.dumps({"cases": out, "stats": warm_cache.STATS, "env": warm_cache.environment()}))
 """)
@@ -213,6 +215,17 @@ def test_second_process_does_not_stage(tmp_path):
         _check(b, name)
     assert a["stats"]["stored"] == len(cases) and a["stats"]["hit"] == 0
     assert b["stats"]["hit"] == len(cases) and b["stats"]["miss"] == 0 and b["stats"]["stored"] == 0
+
+
+def test_constants_keep_their_flags(tmp_path):
+    """A constant array is read-only when staged; the warm entry restores it read-only,
+    so numba finds the signature it compiled and the second process compiles nothing
+    (it compiled a second, writable signature before)."""
+    proj = _Project(tmp_path)
+    a, b = proj.pair(["const"])
+    assert not a["cases"]["const"]["numba_hit"]
+    assert b["cases"]["const"]["staged"] == 0 and b["cases"]["const"]["numba_hit"], b
+    _check(b, "const")
 
 
 @pytest.mark.slow

@@ -384,7 +384,9 @@ def store(key: str, staged) -> bool:
             name = f"pb_c{sha[:32]}.npy"   # by content: shape-generic modules share a name across shapes
             if not os.path.exists(os.path.join(d, name)):
                 atomic_write(os.path.join(d, name), raw)
-            consts.append([name, sha])
+            # numba types a read-only array apart from a writable one: keep the flag, or the
+            # first warm start would compile a second signature (note [warm-start])
+            consts.append([name, sha, bool(a.flags.writeable)])
         doc = {"format": FORMAT, "key": key, "module": spec.h,
                "module_sha256": hashlib.sha256(spec.src.encode()).hexdigest(),
                "cache": spec.cache, "dname": spec.dname, "name": spec.name,
@@ -427,7 +429,9 @@ def _load(key: str):
         if hashlib.sha256(raw).hexdigest() != doc["module_sha256"]:
             return None
         consts = []
-        for name, sha in doc["consts"]:
+        for entry in doc["consts"]:
+            name, sha = entry[0], entry[1]
+            writeable = bool(entry[2]) if len(entry) > 2 else True
             if not (isinstance(name, str) and name.startswith("pb_c") and name.endswith(".npy") and "/" not in name):
                 return None
             with open(os.path.join(d, name), "rb") as fh:
@@ -436,7 +440,9 @@ def _load(key: str):
                 return None
             import io
 
-            consts.append(np.load(io.BytesIO(data), allow_pickle=False))
+            arr = np.load(io.BytesIO(data), allow_pickle=False)
+            arr.setflags(write=writeable)
+            consts.append(arr)
         limit = None
         if doc["limit"]:
             from .numba_stack import stack_limit as limit
