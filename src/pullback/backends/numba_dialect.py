@@ -44,10 +44,11 @@ from ..errors import PullbackError
 from ..ir.core import Const, Prim
 from ..ir.prims.indexing import region_shape
 from ..ir.types import StoreType, TensorType
-from . import checks, numba_parallel
+from . import checks, numba_parallel, numba_scratch
 from . import numba_fusion as fusion
 from . import pysource as ps
 from .libcalls import LIBCALLS
+from .libcalls.vecmath import OPS as _VM_OPS
 
 _DECO = '@njit(cache=True, error_model="numpy")'
 # store operations run once per saved value: inlined into the caller at numba IR level
@@ -126,6 +127,7 @@ class NumbaDialect:
         # (their byte counter is one shared array)
         self.parallel = False if metered else parallel
         self.par = numba_parallel.Plan()      # the maps that run with prange (set by `prepare`)
+        self.repeated: set = set()            # bodies run more than once per call (`prepare`)
 
     # -- hooks called by pysource -------------------------------------------------
     def prepare(self, prog) -> list[str]:
@@ -153,6 +155,7 @@ class NumbaDialect:
             self.deco_inline = self.deco
         self.recursive = cycles if self.stackcheck else set()
         self.par = numba_parallel.plan(prog, self.parallel, cycles)
+        self.repeated = numba_scratch.repeated_bodies(prog, self.par.maps)   # note [short-loops]
         return (list(self.big.values()) + ([STACK_PARAM] if self.recursive else [])
                 + ([METER_PARAM] if self.metered else []))
 
@@ -278,13 +281,17 @@ class NumbaDialect:
             fe.line(depth + 1, f"raise RecursionError({k})")
 
     def fusion_plan(self, body):
-        return fusion.plan(body)
+        return fusion.plan(body, id(body) in self.repeated)
 
     def emit_group(self, fe, g, depth) -> None:
         fusion.emit(fe, self, g, depth)
 
-    def scalar_expr(self, fe, e: Prim, pat) -> str:
-        """The text of a primitive on scalars (used inside fused loops)."""
+    def scalar_expr(self, fe, e: Prim, pat, libm: bool = False) -> str:
+        """The text of a primitive on scalars (used inside fused loops). `libm`:
+        print exp, log, tanh, ... as libm calls, not the vectorisable helpers
+        (a loop LLVM does not vectorise, note [short-loops])."""
+        if libm and e.op in _VM_OPS:
+            return fe.expr(e, pat)
         return self.expr(fe, e, pat) or fe.expr(e, pat)
 
     def meter_line(self, fe, depth, nbytes: int) -> None:

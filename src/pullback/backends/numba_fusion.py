@@ -27,7 +27,7 @@ from ..ir.core import Body, Const, Let, Prim, Var
 from ..ir.prims.indexing import region_shape
 from ..ir.traverse import free_vars
 from ..ir.types import TensorType
-from . import checks, numba_gate
+from . import checks, numba_gate, numba_scratch
 from . import pysource as ps
 from .libcalls import elementwise_ops
 
@@ -42,6 +42,12 @@ _NOT_HOISTABLE = ps._STORE_OPS | {"index_update", "take_add"}
 # accumulator waits for each addition in turn (note [numba-fusion])
 _LANES = 8
 
+# LLVM's loop vectoriser leaves loops with a static trip count below 16 scalar
+# (its tiny-trip-count threshold), and there the vectorisable exp/log/tanh helpers
+# are about 1.5x slower than libm's: a group whose innermost extent is below this
+# prints libm calls (note [short-loops])
+TINY_TRIP = 16
+
 
 @dataclass
 class Group:
@@ -52,6 +58,9 @@ class Group:
     hoisted: list = field(default_factory=list)   # Lets, in order
     keep: set = field(default_factory=set)        # fused results used after the group
     store: Let | None = None   # an `index_update` of a row sum, written from the loop (`_store`)
+    repeated: bool = False     # the body runs more than once per call (numba_scratch)
+    rest: tuple = ()           # with `repeated`: the body's statements after the group
+    result: tuple = ()         # ... and its results
 
 
 def _out_type(st: Let):
@@ -95,7 +104,7 @@ def _hoistable(st: Let, fused_vars: set, fused_reads: set) -> bool:
     return True
 
 
-def plan(body: Body) -> dict[int, Group]:
+def plan(body: Body, repeated: bool = False) -> dict[int, Group]:
     stmts = body.stmts
     # uses_after[k]: vars read by stmts[k:] or the body's result
     uses_after = [set() for _ in range(len(stmts) + 1)]
@@ -145,6 +154,8 @@ def plan(body: Body) -> dict[int, Group]:
             if j < len(stmts) and _store(g, stmts[j], reads | hoisted_out | _views_read(stmts[:j], stmts[j], reads),
                                          uses_after[j + 1]):
                 g.store, g.end = stmts[j], j + 1
+            if repeated:
+                g.repeated, g.rest, g.result = True, stmts[g.end:], body.result
             groups[k] = g
             k = g.end
         else:
@@ -241,6 +252,7 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
     stored = {}  # the row sum `store` writes -> the array's name
     if store is not None:
         stored[store.exp.args[1]] = fe.update_target(store, depth)
+    local = _scratch_outputs(fe, dialect, g, gate)
     sums = {}  # sum result -> the kept axes
     lanes = {}  # full sums -> the name of their partial sums
     for st in g.fused:
@@ -254,6 +266,9 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
             dt = ps._NP_DTYPE[v.type.dtype]
             if v.type.shape:
                 fe.line(depth, f"{name} = np.zeros({ps._shape_lit(v.type.shape)}, dtype={dt})")
+            elif g.repeated:  # a full sum's partial sums in a scratch array, zeroed
+                lanes[v] = numba_scratch.scratch(fe, (_LANES,), v.type.dtype)
+                fe.line(depth, f"{lanes[v]}[:] = 0")
             else:  # a full sum: _LANES partial sums break the chain of dependent additions
                 lanes[v] = fe.fresh(f"{v.name}_lanes")
                 fe.line(depth, f"{lanes[v]} = np.zeros({_LANES}, dtype={dt})")
@@ -272,7 +287,11 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
                 renames.append((outs[v], fe.fresh(f"{v.name}_new")))
                 outs[v] = renames[-1][1]
             alloc = "zeros" if gate else "empty"  # a gate skips zeros: the array holds them already
-            fe.line(depth, f"{outs[v]} = np.{alloc}({ps._shape_lit(g.shape)}, dtype={ps._NP_DTYPE[v.type.dtype]})")
+            if v in local and not (renames and renames[-1][1] == outs[v]):
+                # every element is written below, before any is read
+                fe.line(depth, f"{outs[v]} = {numba_scratch.scratch(fe, g.shape, v.type.dtype)}")
+            else:
+                fe.line(depth, f"{outs[v]} = np.{alloc}({ps._shape_lit(g.shape)}, dtype={ps._NP_DTYPE[v.type.dtype]})")
     idx = [fe.fresh(f"i{d}") for d in range(len(g.shape))]
     scalars: dict = {}  # fused result -> its scalar name in the loop
     # a sum over the innermost axis (not a full sum) adds into a local around the
@@ -340,6 +359,17 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
 _STRIP = 256   # block length of a strip-mined fused sum
 
 
+def _scratch_outputs(fe, dialect, g, gate) -> set:
+    """The kept results of group g that may be written into scratch arrays
+    (`numba_scratch`): in a body that runs repeatedly, not behind a zero gate
+    (whose skipped elements must be zeros), small, and dying in the body."""
+    if not g.repeated or gate is not None:
+        return set()
+    cands = {st.pat[0] for st in g.fused if st.pat[0] in g.keep and st.exp.op != "sum"
+             and st.pat[0].type.nbytes <= numba_scratch.SCRATCH_BYTES}
+    return numba_scratch.local_values(g.rest, g.result, cands, dialect.push_copies, fe.own) if cands else set()
+
+
 def _strip_worth(g) -> bool:
     """Strip-mine a group's full sums when it computes a function that vectorises
     only without the lanes' computed-index store (note [vecmath])."""
@@ -401,7 +431,8 @@ def _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars, lanes, 
             text = fe.a(args[0])
         else:
             sout = Var(f"\0{len(fe.py)}", TensorType(v.type.dtype, ()))
-            text = dialect.scalar_expr(fe, Prim(e.op, tuple(args), e.params), [sout])
+            text = dialect.scalar_expr(fe, Prim(e.op, tuple(args), e.params), [sout],
+                                       libm=int(g.shape[-1]) < TINY_TRIP)
         scalars[v] = name = fe.fresh(f"{v.name}_k")
         fe.line(inner, f"{name} = {text}  # pb:{e.op}")
         if v in outs:

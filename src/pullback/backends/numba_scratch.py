@@ -1,0 +1,95 @@
+"""Scratch arrays for the numba dialect: a small array that a fused loop fills
+inside a loop body, and that dies before the body runs again, is allocated
+once per call of the function instead of once per iteration (note
+[short-loops]).
+
+Contract:
+- `repeated_bodies(prog, parallel_maps) -> set[int]`: the ids of the bodies
+  that may run more than once per call of their function: nested, at any
+  depth, in a `Loop` or a sequential `Map`, and in no parallel map (whose
+  iterations run on several threads at once; `parallel_maps` holds the ids of
+  those map statements).
+- `local_values(stmts, result, cands, push_copies, own) -> set`: the
+  candidates (vars bound in a body before `stmts`, the rest of that body,
+  whose results are `result`) whose array no value that outlives the body can
+  share. A statement reading a candidate or anything that may share its array
+  makes its results share it too: a view (`ownership._aliasing_args`), an
+  update or addition the ownership analysis `own` does in place on it, a
+  call's results, and an `If`'s, `Loop`'s or `Map`'s results; other
+  primitives make fresh arrays. A candidate escapes when a sharer is among
+  `result` or is pushed to a store that keeps references (`push_copies(elem)`
+  false). The IR is pure, so results are the only way a value leaves a body.
+- `scratch(fe, shape, dtype) -> str`: the name of a new array of that static
+  shape, allocated (``np.empty``) at the top of the function `fe` is printing.
+  Its contents are whatever the previous iteration left: the caller writes
+  every element before reading any.
+- `SCRATCH_BYTES`: the largest array made scratch; a larger allocation costs
+  little next to filling it, and a scratch array lives for the whole call.
+"""
+from __future__ import annotations
+
+from ..ir.core import Apply, Loop, Map, Prim, Var
+from ..ir.traverse import exp_scopes, free_vars
+
+SCRATCH_BYTES = 4096
+
+
+def repeated_bodies(prog, parallel_maps) -> set:
+    out: set = set()
+
+    def visit(body, repeated: bool):
+        if repeated:
+            out.add(id(body))
+        for st in body.stmts:
+            e = st.exp
+            if isinstance(e, Map) and id(st) in parallel_maps:
+                continue   # its body runs on worker threads: no shared scratch
+            again = repeated or isinstance(e, (Loop, Map))
+            for _, b in exp_scopes(e):
+                visit(b, again)
+
+    for f in prog.funcs:
+        visit(f.body, False)
+    return out
+
+
+def local_values(stmts, result, cands, push_copies, own) -> set:
+    from .pysource.ownership import _aliasing_args
+
+    out = set()
+    for v in cands:
+        share = {v}
+        ok = True
+        for st in stmts:
+            e = st.exp
+            reads = set(e.args) if isinstance(e, (Prim, Apply)) else free_vars(e)
+            if not reads & share:
+                continue
+            if isinstance(e, Prim):
+                if e.op == "store_push" and e.args[1] in share and not push_copies(e.args[0].type.elem):
+                    ok = False
+                    break
+                if e.op == "store_push":
+                    continue   # copied into the store's buffer
+                taken = list(_aliasing_args(e))
+                if id(st) in own.inplace:
+                    taken.append(e.args[0])   # an update in place: the result is the array
+                if id(st) in own.inplace_add:
+                    taken.append(own.inplace_add[id(st)])
+                if not any(a in share for a in taken if isinstance(a, Var)):
+                    continue   # a fresh result (elementwise, reductions, copies into another array)
+            share.update(st.pat)
+        if ok and not share & {a for a in result if isinstance(a, Var)}:
+            out.add(v)
+    return out
+
+
+def scratch(fe, shape: tuple, dtype: str) -> str:
+    """See the module docstring."""
+    from .pysource import text
+
+    name = fe.fresh("scratch")
+    top = next(i for i, ln in enumerate(fe.lines) if ln.startswith("def ")) + 2   # after the docstring
+    fe.lines.insert(top, f"    {name} = np.empty({text._shape_lit(shape)}, dtype={text._NP_DTYPE[dtype]})")
+    fe.line_locs.insert(top, None)
+    return name

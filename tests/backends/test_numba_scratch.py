@@ -1,0 +1,182 @@
+"""Short loops in the numba backend (note [short-loops]): small fused results
+that die inside a loop body are written into scratch arrays allocated once
+per call (`numba_scratch`), and fused loops too short for LLVM to vectorise
+print libm's exp/log/tanh instead of the vectorisable helpers. The numbers
+stay the interpreter's; arrays that outlive their iteration are never
+scratch."""
+import numpy as np
+import pytest
+
+import pullback as pb
+from pullback.backends import numba_backend as nb
+from pullback.backends import numba_scratch
+from pullback.ir.core import Loop
+from pullback.ir.traverse import iter_lets
+
+
+def source(f, *args):
+    jf = pb.jit(f, backend="numba", parallel=False)
+    return nb.emit_prog(nb.lower(jf.staged(*args).prog), parallel=False)
+
+
+def check(f, *args, exact=False):
+    got = pb.jit(f, backend="numba", parallel=False)(*args)
+    want = pb.jit(f, backend="interp")(*args)
+    if exact:
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+
+
+def in_loop_allocs(src, fname):
+    """The allocation lines of function `fname` below its top level."""
+    body = src.split(f"\ndef {fname}(")[1].split("\n@njit")[0]
+    return [ln.strip() for ln in body.split("\n") if ln.startswith("        ") and "np.empty(" in ln]
+
+
+# -- scratch: the array dies in its iteration ---------------------------------
+
+def dies_in_body(x, w):
+    out = np.zeros((5, 3))
+    for t in range(5):
+        y = x * w + t
+        out[t] = y[::-1][:3]   # read through views, copied into out
+    return out
+
+
+def test_dying_result_is_scratch_and_exact():
+    x, w = np.linspace(0.5, 2.0, 6), np.linspace(-1.0, 1.0, 6)
+    src = source(dies_in_body, x, w)
+    assert "y = scratch" in src
+    assert "scratch = np.empty(6, dtype=np.float64)" in src   # once, at the function's top
+    assert not in_loop_allocs(src, "dies_in_body")
+    check(dies_in_body, x, w, exact=True)   # only the storage changed
+
+
+def lanes_in_body(x):
+    s = 0.0
+    for t in range(4):
+        s = s + np.sum(x * x + t)
+    return s
+
+
+def test_full_sum_lanes_are_scratch():
+    x = np.linspace(0.0, 1.0, 40)
+    src = source(lanes_in_body, x)
+    assert "[:] = 0" in src and "np.zeros(8" not in src
+    check(lanes_in_body, x, exact=True)   # the same lanes, the same additions
+
+
+def top_level(x, w):
+    y = x * w + 1.0
+    return y[::-1] * 2.0
+
+
+def test_not_in_a_loop_no_scratch():
+    x = np.ones(6)
+    assert "= scratch" not in source(top_level, x, x)
+
+
+# -- not scratch: the array outlives its iteration -----------------------------
+
+def carried(x, w):
+    for t in range(5):
+        x = x * w + t
+    return x
+
+
+def view_carried(x, w):
+    z = x[:8]   # (more than scalarize's small arrays: a view is carried)
+    for t in range(5):
+        y = x * w + t
+        z = y[1:9]
+    return z
+
+
+def updated_carried(x, w):
+    z = x
+    for t in range(5):
+        y = x * w + t
+        y[0] = 1.0
+        z = y
+    return z
+
+
+def branch_carried(x, w):
+    z = x
+    for t in range(5):
+        y = x * w + t
+        if np.sum(z) > 0.0:
+            z = y
+        else:
+            z = y + 1.0
+    return z
+
+
+def large_dies(x, w):
+    s = 0.0
+    for t in range(3):
+        y = x * w + t
+        s = s + y[::-1][0]
+    return s
+
+
+@pytest.mark.parametrize("f, n", [(carried, 6), (view_carried, 12), (updated_carried, 6),
+                                  (branch_carried, 6), (large_dies, 600)])
+def test_escaping_or_large_result_is_not_scratch(f, n):
+    x, w = np.linspace(0.5, 2.0, n), np.linspace(-1.0, 1.0, n)
+    src = source(f, x, w)
+    assert "y = scratch" not in src and "x = scratch" not in src
+    check(f, x, w, exact=True)
+
+
+def test_repeated_bodies_skip_parallel_maps():
+    x = np.ones(6)
+    prog = pb.jit(carried, backend="numba").staged(x, x).prog
+    f = prog.funcs[-1] if prog.funcs[-1].name == "carried" else next(g for g in prog.funcs if g.name == "carried")
+    loop = next(st for st in iter_lets(f.body) if isinstance(st.exp, Loop))
+    assert id(loop.exp.body) in numba_scratch.repeated_bodies(prog, set())
+    assert id(f.body) not in numba_scratch.repeated_bodies(prog, set())
+
+
+# -- libm in loops too short to vectorise --------------------------------------
+
+def activations(x, w):
+    s = 0.0
+    for t in range(3):
+        a = 1.0 / (1.0 + np.exp(-(x * w + t)))
+        s = s + np.sum(np.tanh(a) * x)
+    return s
+
+
+def test_short_loops_print_libm_long_ones_the_helpers():
+    short, long_ = np.linspace(0.1, 2.0, 14), np.linspace(0.1, 2.0, 64)
+    src = source(activations, short, short)
+    assert "np.exp(" in src and "np.tanh(" in src and "_pb_vm_exp(" not in src
+    src = source(activations, long_, long_)
+    assert "_pb_vm_exp(" in src and "_pb_vm_tanh(" in src
+    check(activations, short, short)
+    check(activations, long_, long_)
+
+
+def lstm_loss(main_params, extra_params, state, sequence):
+    from pullback.gradbench.modules.lstm import lstm_objective
+
+    return lstm_objective(main_params, extra_params, state, sequence)
+
+
+@pytest.mark.slow
+def test_lstm_gradient_scratch_and_libm():
+    from pullback.gradbench.modules import lstm as gb
+
+    rng = np.random.default_rng(0)
+    l, c, b = 2, 6, 14
+    args = (0.5 * rng.standard_normal((2 * l, 4 * b)), 0.5 * rng.standard_normal((3, b)),
+            0.5 * rng.standard_normal((2 * l, b)), rng.uniform(0.0, 1.0, (c, b)))
+    g = pb.grad(gb.lstm_objective, argnums=(0, 1))
+    src = source(g, *args)
+    assert src.count("= scratch") >= 20 and "_pb_vm_exp(" not in src.split("def lstm_objective_vjp")[1]
+    got = pb.jit(g, backend="numba", parallel=False)(*args)
+    want = pb.jit(g, backend="interp")(*args)
+    for a, b_ in zip(got, want):
+        np.testing.assert_allclose(a, b_, rtol=1e-12, atol=1e-15)
