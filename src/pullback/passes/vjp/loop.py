@@ -35,6 +35,7 @@ from ...ir.types import I64, StoreType, TensorType
 from .._common import differentiable
 from ..activity import mark_body
 from .adjoints import Adjoints
+from . import loop_forward
 from .body import fwd_body, recomputed, rev_body
 
 
@@ -54,6 +55,7 @@ class LoopTape:
     save_param: dict = field(default_factory=dict)  # param -> its store's parameter in the forward loop
     values: dict = field(default_factory=dict)    # body statement index -> final store of its result
     site: tuple = ()                               # (builder, Let) of the forward loop, for `_drop_saves`
+    value_params: list = field(default_factory=list)  # the forward loop's store params of `values`
     entry: dict = field(default_factory=dict)     # param -> its value before the loop, which every
                                                   # re-executed iteration reads (independent.py)
 
@@ -314,6 +316,7 @@ def fwd_store(ctx, b, st) -> LoopTape:
         tape.stores[p] = [(u.exp.op, final_of[uprm] if uprm is not None else None) for u, uprm in entries]
     for k, vprm in value_prms.values():
         tape.values[k] = final_of[vprm]
+        tape.value_params.append(vprm)
     if count_prm is not None:
         tape.count = final_of[count_prm]
     return tape
@@ -446,6 +449,9 @@ def rev_store(ctx, b, st, adj, tape: LoopTape) -> None:
     res = new_pa + new_fa + [cur[s] for s in stores] + [carried[p] for p in tape.undo] + \
         [store_back[p] for p in tape.stores]
     rbody = rb.body(res)
+    if isinstance(e.form, ForForm) and tape.site and not (tape.undo or tape.stores or tape.values) and \
+            loop_forward.order_free(rbody, [pa[i] for i in act], new_pa, [fa[v] for v in fvs], new_fa):
+        return loop_forward.rev(ctx, b, st, adj, tape)   # note [forward-return-sweep]
     # to-be-recorded analysis (Tapenade): a value the return sweep never reads is not saved
     drop = _unread_saves(rbody, tape, restored)
     if drop:
@@ -552,12 +558,13 @@ def _unread_saves(rbody, tape, restored) -> list:
     return [p for p in tape.saved if restored[p] not in read]
 
 
-def _drop_saves(tape, drop) -> None:
-    """Remove the pushes of `drop` from the already emitted forward loop."""
+def _drop_saves(tape, drop, values: bool = False) -> None:
+    """Remove the pushes of `drop` (and with `values`, of the saved values) from the
+    already emitted forward loop."""
     b, let = tape.site
     i = next(k for k, s in enumerate(b.stmts) if s is let)
     loop = let.exp
-    prms = {tape.save_param[p] for p in drop}
+    prms = {tape.save_param[p] for p in drop} | (set(tape.value_params) if values else set())
     keep = [j for j, q in enumerate(loop.params) if q not in prms]
     stmts = tuple(s for s in loop.body.stmts
                   if not (isinstance(s.exp, Prim) and s.exp.op == "store_push" and s.exp.args[0] in prms))
@@ -567,3 +574,6 @@ def _drop_saves(tape, drop) -> None:
     tape.site = (b, b.stmts[i])
     for p in drop:
         del tape.saved[p]
+    if values:
+        tape.values.clear()
+        tape.value_params.clear()
