@@ -1,0 +1,163 @@
+"""Compile-time measures of the numba backend (note [compile-time]): an entry
+that only forwards to another function is not compiled itself (numba would
+optimise the callee's whole module a second time inside it); numba optimises
+pullback's modules at `numba_backend.opt_level()`, restored afterwards, and the
+level is part of the module's cache name."""
+import os
+import pathlib
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+_SRC = str(pathlib.Path(__file__).resolve().parent.parent.parent / "src")
+if _SRC not in sys.path:
+    sys.path.insert(0, _SRC)
+
+import pullback as pb
+from pullback.backends import interp, numba_backend
+from pullback.backends import pysource as ps
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _cache_dir(tmp_path_factory):
+    old = os.environ.get("PULLBACK_CACHE_DIR")
+    os.environ["PULLBACK_CACHE_DIR"] = str(tmp_path_factory.mktemp("pbcache"))
+    yield
+    if old is None:
+        os.environ.pop("PULLBACK_CACHE_DIR", None)
+    else:
+        os.environ["PULLBACK_CACHE_DIR"] = old
+
+
+@pytest.fixture
+def _opt_env():
+    old = os.environ.pop("PULLBACK_NUMBA_OPT", None)
+    yield
+    if old is None:
+        os.environ.pop("PULLBACK_NUMBA_OPT", None)
+    else:
+        os.environ["PULLBACK_NUMBA_OPT"] = old
+
+
+def big(x):
+    """More statements than `passes.inline` inlines: its vjp stays a function."""
+    y = np.sin(x) * x
+    for _ in range(3):
+        y = np.cos(y) + x * y
+    return np.sum(y * y)
+
+
+def _grad_prog(fun, *args, **kw):
+    return pb.grad(fun, **kw)._jit.staged(*args).prog
+
+
+def test_forwarding_entry_is_not_compiled():
+    x = np.linspace(0.1, 0.9, 7)
+    prog = _grad_prog(big, x)
+    low = numba_backend.lower(prog)
+    g = numba_backend.forwarded(low, low.main)
+    assert g.name != low.entry          # the grad entry only calls big's vjp
+    fn = numba_backend.compile_prog(prog)
+    names = ps._Module(low, True).fnames
+    assert fn.spec.dname == names[g.name] != names[low.entry]
+    assert fn.spec.name == low.entry    # messages still name the entry
+    np.testing.assert_allclose(fn(x)[0], interp.run(prog, x)[0], rtol=1e-12)
+    # the entry's own dispatcher was never compiled
+    unit = sys.modules[f"pullback_numba_{fn.spec.h}"]
+    assert not getattr(unit, names[low.entry]).signatures
+    assert getattr(unit, names[g.name]).signatures
+
+
+def test_only_exact_forwards_are_followed():
+    import dataclasses
+
+    x, y = np.linspace(0.1, 0.9, 7), np.linspace(1.0, 2.0, 7)
+    prog = numba_backend.lower(_grad_prog(lambda a, b: big(a * b), x, y, argnums=(0, 1)))
+    f = prog.main
+    assert numba_backend.forwarded(prog, f) is not f
+    st = f.body.stmts[0]
+
+    def entry(stmt, result):
+        f2 = dataclasses.replace(f, body=dataclasses.replace(f.body, stmts=(stmt,), result=result))
+        return prog.with_funcs([f2 if h.name == f.name else h for h in prog.funcs])
+
+    swapped = entry(dataclasses.replace(st, exp=dataclasses.replace(st.exp, args=st.exp.args[::-1])), f.body.result)
+    assert numba_backend.forwarded(swapped, swapped.main) is swapped.main     # arguments in another order
+    reordered = entry(st, f.body.result[::-1])
+    assert numba_backend.forwarded(reordered, reordered.main) is reordered.main  # results in another order
+
+
+def test_forwarding_stops_at_a_donating_callee():
+    import dataclasses
+
+    x = np.linspace(0.1, 0.9, 7)
+    prog = numba_backend.lower(_grad_prog(big, x))
+    g = numba_backend.forwarded(prog, prog.main)
+    donating = dataclasses.replace(g, donated=((0, 0),))
+    prog2 = prog.with_funcs([donating if h.name == g.name else h for h in prog.funcs])
+    assert numba_backend.forwarded(prog2, prog2.main) is prog2.main
+
+
+def test_opt_level_setting(_opt_env, monkeypatch):
+    import numba
+
+    monkeypatch.setattr(numba.config, "OPT", type(numba.config.OPT)(3))
+    assert numba_backend.opt_level() == numba_backend._DEFAULT_OPT
+    monkeypatch.setattr(numba.config, "OPT", type(numba.config.OPT)(1))
+    assert numba_backend.opt_level() == 1   # never above numba's own level
+    os.environ["PULLBACK_NUMBA_OPT"] = "3"
+    assert numba_backend.opt_level() == 3
+    os.environ["PULLBACK_NUMBA_OPT"] = "fast"   # not a level: the default rule
+    assert numba_backend.opt_level() == 1
+
+
+def test_numba_opt_context_restores_and_locks():
+    from numba.core import config
+
+    old = config.OPT
+    seen = []
+
+    def other():
+        with numba_backend._numba_opt(1):
+            seen.append(int(config.OPT))
+
+    with numba_backend._numba_opt(0):
+        assert int(config.OPT) == 0
+        t = threading.Thread(target=other)
+        t.start()
+        t.join(0.2)
+        assert t.is_alive() and not seen   # numba's compiler lock is held: another compile waits
+    t.join(10)
+    assert seen == [1]
+    assert config.OPT is old
+    with pytest.raises(ValueError), numba_backend._numba_opt(2):
+        raise ValueError("x")
+    assert config.OPT is old
+
+
+def test_module_name_covers_the_level(_opt_env):
+    x = np.linspace(0.1, 0.9, 7)
+    prog = numba_backend.lower(_grad_prog(big, x))
+    src = numba_backend.emit_prog(prog, parallel=False)
+    names = set()
+    for lv in ("2", "3"):
+        os.environ["PULLBACK_NUMBA_OPT"] = lv
+        names.add(numba_backend._module_hash(prog, prog.main, src))
+        names.add(numba_backend._src_hash(src))
+    assert len(names) == 4
+
+
+def test_values_equal_across_levels(_opt_env):
+    x = np.linspace(0.1, 0.9, 7)
+    prog = _grad_prog(big, x)
+    outs = []
+    for lv in ("1", "3"):
+        os.environ["PULLBACK_NUMBA_OPT"] = lv
+        fn = numba_backend.compile_prog(prog)
+        outs.append(fn(x)[0])
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-13)
+    np.testing.assert_allclose(outs[0], interp.run(prog, x)[0], rtol=1e-12)
