@@ -1,7 +1,7 @@
 """Compile-time measures of the numba backend (note [compile-time]): an entry
 that only forwards to another function is not compiled itself (numba would
 optimise the callee's whole module a second time inside it); numba optimises
-pullback's modules at `numba_backend.opt_level()`, restored afterwards, and the
+pullback's modules at `numba_opt.opt_level()`, restored afterwards, and the
 level is part of the module's cache name."""
 import os
 import pathlib
@@ -18,7 +18,7 @@ if _SRC not in sys.path:
     sys.path.insert(0, _SRC)
 
 import pullback as pb
-from pullback.backends import interp, numba_backend
+from pullback.backends import interp, numba_backend, numba_opt
 from pullback.backends import pysource as ps
 
 
@@ -59,7 +59,7 @@ def test_forwarding_entry_is_not_compiled():
     x = np.linspace(0.1, 0.9, 7)
     prog = _grad_prog(big, x)
     low = numba_backend.lower(prog)
-    g = numba_backend.forwarded(low, low.main)
+    g = numba_opt.forwarded(low, low.main)
     assert g.name != low.entry          # the grad entry only calls big's vjp
     fn = numba_backend.compile_prog(prog)
     names = ps._Module(low, True).fnames
@@ -78,7 +78,7 @@ def test_only_exact_forwards_are_followed():
     x, y = np.linspace(0.1, 0.9, 7), np.linspace(1.0, 2.0, 7)
     prog = numba_backend.lower(_grad_prog(lambda a, b: big(a * b), x, y, argnums=(0, 1)))
     f = prog.main
-    assert numba_backend.forwarded(prog, f) is not f
+    assert numba_opt.forwarded(prog, f) is not f
     st = f.body.stmts[0]
 
     def entry(stmt, result):
@@ -86,9 +86,9 @@ def test_only_exact_forwards_are_followed():
         return prog.with_funcs([f2 if h.name == f.name else h for h in prog.funcs])
 
     swapped = entry(dataclasses.replace(st, exp=dataclasses.replace(st.exp, args=st.exp.args[::-1])), f.body.result)
-    assert numba_backend.forwarded(swapped, swapped.main) is swapped.main     # arguments in another order
+    assert numba_opt.forwarded(swapped, swapped.main) is swapped.main     # arguments in another order
     reordered = entry(st, f.body.result[::-1])
-    assert numba_backend.forwarded(reordered, reordered.main) is reordered.main  # results in another order
+    assert numba_opt.forwarded(reordered, reordered.main) is reordered.main  # results in another order
 
 
 def test_forwarding_stops_at_a_donating_callee():
@@ -96,23 +96,23 @@ def test_forwarding_stops_at_a_donating_callee():
 
     x = np.linspace(0.1, 0.9, 7)
     prog = numba_backend.lower(_grad_prog(big, x))
-    g = numba_backend.forwarded(prog, prog.main)
+    g = numba_opt.forwarded(prog, prog.main)
     donating = dataclasses.replace(g, donated=((0, 0),))
     prog2 = prog.with_funcs([donating if h.name == g.name else h for h in prog.funcs])
-    assert numba_backend.forwarded(prog2, prog2.main) is prog2.main
+    assert numba_opt.forwarded(prog2, prog2.main) is prog2.main
 
 
 def test_opt_level_setting(_opt_env, monkeypatch):
     import numba
 
     monkeypatch.setattr(numba.config, "OPT", type(numba.config.OPT)(3))
-    assert numba_backend.opt_level() == numba_backend._DEFAULT_OPT
+    assert numba_opt.opt_level() == numba_opt._DEFAULT_OPT
     monkeypatch.setattr(numba.config, "OPT", type(numba.config.OPT)(1))
-    assert numba_backend.opt_level() == 1   # never above numba's own level
+    assert numba_opt.opt_level() == 1   # never above numba's own level
     os.environ["PULLBACK_NUMBA_OPT"] = "3"
-    assert numba_backend.opt_level() == 3
+    assert numba_opt.opt_level() == 3
     os.environ["PULLBACK_NUMBA_OPT"] = "fast"   # not a level: the default rule
-    assert numba_backend.opt_level() == 1
+    assert numba_opt.opt_level() == 1
 
 
 def test_numba_opt_context_restores_and_locks():
@@ -122,10 +122,10 @@ def test_numba_opt_context_restores_and_locks():
     seen = []
 
     def other():
-        with numba_backend._numba_opt(1):
+        with numba_opt.numba_opt(1):
             seen.append(int(config.OPT))
 
-    with numba_backend._numba_opt(0):
+    with numba_opt.numba_opt(0):
         assert int(config.OPT) == 0
         t = threading.Thread(target=other)
         t.start()
@@ -134,7 +134,7 @@ def test_numba_opt_context_restores_and_locks():
     t.join(10)
     assert seen == [1]
     assert config.OPT is old
-    with pytest.raises(ValueError), numba_backend._numba_opt(2):
+    with pytest.raises(ValueError), numba_opt.numba_opt(2):
         raise ValueError("x")
     assert config.OPT is old
 

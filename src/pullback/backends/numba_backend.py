@@ -21,6 +21,10 @@ Contract:
   `numba_stack.stack_limit()` passed per call).
   The callable carries `compile_seconds` and `cache_hit` for its last new
   signature; `last_compile_seconds()` gives the latest of these in this process.
+- Compile time (note [compile-time]): an entry that only forwards to another
+  function (`forwarded`) is not compiled, its callee is; numba optimises
+  pullback's modules at LLVM level `opt_level()` (``PULLBACK_NUMBA_OPT``,
+  default numba's own), which the module hash covers.
 - Thread safety: loading, compiling and the memo take one re-entrant lock; a
   warm call takes no lock, except a call of a module with parallel maps on
   numba's `workqueue` threading layer, which takes `numba_parallel.CALL_LOCK`
@@ -65,6 +69,7 @@ from ..errors import PullbackError
 from . import numba_cache
 from .leaves import coerce as _coerce
 from .numba_blas import defer_blas_check, ensure_blas_for
+from .numba_opt import forwarded, numba_opt, opt_level
 
 if TYPE_CHECKING:
     from ..ir.core import Prog
@@ -87,52 +92,6 @@ ps = _Lazy(".pysource")
 numba_parallel = _Lazy(".numba_parallel")
 
 _VERSION = "2"   # 2: modules executed from memory, numba's files under a manifest
-# LLVM's optimisation level for pullback's modules (note [compile-time]): O2 compiles gmm's
-# gradient about 30% faster than numba's default O3, but its calls ran 4-5% slower (the other
-# benchmark programs: within noise), so the default stays 3; PULLBACK_NUMBA_OPT=2 opts in
-_DEFAULT_OPT = 3
-
-
-def opt_level() -> int:
-    """LLVM's optimisation level numba compiles pullback's modules at:
-    ``$PULLBACK_NUMBA_OPT`` (0-3) if set, else the lower of `_DEFAULT_OPT` and
-    numba's own level (``$NUMBA_OPT``, default 3). Read at each compile; the
-    module hash covers it."""
-    import numba
-
-    v = os.environ.get("PULLBACK_NUMBA_OPT", "").strip()
-    if v in ("0", "1", "2", "3"):
-        return int(v)
-    return min(_DEFAULT_OPT, int(numba.config.OPT))
-
-
-class _numba_opt:
-    """Context: numba optimises at `level` (its `config.OPT`, read when it builds
-    LLVM's pass pipelines) while held, under numba's compiler lock, so no other
-    thread's numba compile sees the setting. Code generation keeps numba's
-    target machine (built once, at numba's own level)."""
-
-    def __init__(self, level: int):
-        self.level = level
-
-    def __enter__(self):
-        from numba.core import config
-        from numba.core.compiler_lock import global_compiler_lock
-
-        self.lock = global_compiler_lock
-        self.lock.acquire()
-        self.old = config.OPT
-        if int(self.old) != self.level or self.old.is_opt_max:
-            config.OPT = type(self.old)(self.level)
-        return self
-
-    def __exit__(self, *exc):
-        from numba.core import config
-
-        config.OPT = self.old
-        self.lock.release()
-        return False
-
 # ---------------------------------------------------------------------------
 # compile, cache, run
 # ---------------------------------------------------------------------------
@@ -265,7 +224,7 @@ class _Unit:
         """Compile dispatcher `name` for `sig` at LLVM level `opt` (`opt_level`),
         numba's cache files verified first; returns the dispatcher (a new one if
         the module was reloaded)."""
-        with _numba_opt(opt):
+        with numba_opt(opt):
             return self._compile(name, sig)
 
     def _compile(self, name: str, sig):
@@ -452,9 +411,9 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
     prog = lower(prog, setting, metered)
     src, consts, par = _emit_par(prog, metered=metered, parallel=setting)
     f = prog.func(fname or prog.entry)
-    spec = Spec(src, _module_hash(prog, f, src), not _mutual_recursion(prog),
-                ps._Module(prog, True).fnames[forwarded(prog, f).name], f.name, [ps._param_dtype(p.type) for p in f.params], [ps._param_dtype(t) for t in f.ret_types],
-                consts, par)
+    dname = ps._Module(prog, True).fnames[forwarded(prog, f).name]   # the function numba compiles first
+    spec = Spec(src, _module_hash(prog, f, src), not _mutual_recursion(prog), dname, f.name,
+                [ps._param_dtype(p.type) for p in f.params], [ps._param_dtype(t) for t in f.ret_types], consts, par)
     from . import numba_generic
 
     g = None if metered else numba_generic.plan(src)
@@ -470,32 +429,6 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
         except Exception:   # noqa: BLE001 - e.g. a construct that needs its literal: compile this shape specialised
             numba_generic.failed(gsrc)
     return from_spec(spec)
-
-
-def forwarded(prog: Prog, f):
-    """The function `f` only forwards to: `f` itself unless its body is one call
-    ``r... = g(params...)`` of its own parameters in order, returning exactly the
-    call's results, of a function `g` with the same parameter and result types
-    that updates no argument in place (followed through chains of such
-    functions). Compiling `g` as the entry instead of `f` spares numba a second
-    optimisation and code generation of `g`'s whole module: numba links every
-    callee's LLVM module into its caller's and optimises the result again
-    (note [compile-time])."""
-    from ..ir.core import Apply
-
-    seen = {f.name}
-    while len(f.body.stmts) == 1:
-        st = f.body.stmts[0]
-        e = st.exp
-        if not isinstance(e, Apply) or e.args != f.params or f.body.result != st.pat or e.func in seen:
-            break
-        g = prog.func(e.func)
-        if (g.donated or tuple(p.type for p in g.params) != tuple(p.type for p in f.params)
-                or tuple(g.ret_types) != tuple(f.ret_types)):
-            break
-        seen.add(g.name)
-        f = g
-    return f
 
 
 def lower(prog: Prog, setting=None, metered: bool = False) -> Prog:

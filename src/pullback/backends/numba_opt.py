@@ -1,0 +1,89 @@
+"""Compile-time measures of the numba backend (note [compile-time]).
+
+Contract:
+- `forwarded(prog, f) -> Func`: the function `f` only forwards to (`f`
+  itself when it does more). `numba_backend.compile_prog` compiles that one as
+  the entry, so numba never optimises the callee's whole module a second time
+  inside a one-line wrapper (numba links every callee's LLVM module into its
+  caller's and optimises the result again).
+- `opt_level() -> int`: LLVM's optimisation level for pullback's modules:
+  ``$PULLBACK_NUMBA_OPT`` (0-3) if set, else the lower of `_DEFAULT_OPT` and
+  numba's own level (``$NUMBA_OPT``, default 3). Read at each compile;
+  `numba_backend` puts it into the module hash, so machine code of one level
+  is never loaded for another.
+- `numba_opt(level)`: a context in which numba builds LLVM's pass pipelines
+  at `level` (its `config.OPT`), holding numba's global compiler lock so that
+  no other thread's numba compile sees the setting; numba's setting is
+  restored on exit. Code generation keeps numba's target machine (built once
+  per process, at numba's own level).
+"""
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..ir.core import Func, Prog
+
+# O2 compiles gmm's gradient about 30% faster than numba's default O3, but its calls ran
+# 4-5% slower (the other benchmark programs: within noise; `benchmarks/compile_time.py
+# --speed-opt 3,2,1`), so the default stays 3 and PULLBACK_NUMBA_OPT=2 opts in
+_DEFAULT_OPT = 3
+
+
+def opt_level() -> int:
+    """LLVM's optimisation level for pullback's modules (module docstring)."""
+    import numba
+
+    v = os.environ.get("PULLBACK_NUMBA_OPT", "").strip()
+    if v in ("0", "1", "2", "3"):
+        return int(v)
+    return min(_DEFAULT_OPT, int(numba.config.OPT))
+
+
+class numba_opt:
+    """numba optimises at `level` while held (module docstring)."""
+
+    def __init__(self, level: int):
+        self.level = level
+
+    def __enter__(self):
+        from numba.core import config
+        from numba.core.compiler_lock import global_compiler_lock
+
+        self.lock = global_compiler_lock
+        self.lock.acquire()
+        self.old = config.OPT
+        if int(self.old) != self.level or self.old.is_opt_max:
+            config.OPT = type(self.old)(self.level)
+        return self
+
+    def __exit__(self, *exc):
+        from numba.core import config
+
+        config.OPT = self.old
+        self.lock.release()
+        return False
+
+
+def forwarded(prog: Prog, f: Func) -> Func:
+    """`f` itself unless its body is one call ``r... = g(params...)`` of its own
+    parameters in order, returning exactly the call's results, of a function
+    `g` with the same parameter and result types that updates no argument in
+    place (no donated parameters); then `g`, followed through chains of such
+    functions."""
+    from ..ir.core import Apply
+
+    seen = {f.name}
+    while len(f.body.stmts) == 1:
+        st = f.body.stmts[0]
+        e = st.exp
+        if not isinstance(e, Apply) or e.args != f.params or f.body.result != st.pat or e.func in seen:
+            break
+        g = prog.func(e.func)
+        if (g.donated or tuple(p.type for p in g.params) != tuple(p.type for p in f.params)
+                or tuple(g.ret_types) != tuple(f.ret_types)):
+            break
+        seen.add(g.name)
+        f = g
+    return f
