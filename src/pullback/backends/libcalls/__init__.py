@@ -43,4 +43,4 @@ def elementwise_ops() -> set:
     return {op for op, lc in LIBCALLS.items() if lc.elementwise}
 
 
-from . import linalg, special, callback, schedule, combine, vecmath, smul  # noqa: E402,F401  (registers entries)
+from . import linalg, special, callback, schedule, combine, vecmath, smul, transpose  # noqa: E402,F401  (registers entries)
