@@ -49,3 +49,52 @@ def test_recursive_functions_stay_calls():
 def test_numba_gradient_through_inlined_helpers():
     x = np.array([0.5, -1.0, 2.0])
     np.testing.assert_allclose(pb.grad(looped, backend="numba")(x), 4 * x)
+
+
+def medium(v, w):
+    """About 20 statements: over MAX_STMTS, within MAX_FEW_STMTS."""
+    a = v * w + 1.0
+    b = a * a - v
+    c = b * w + a
+    d = c * c - b
+    e = d * v + c
+    f = e * e - d
+    g = f * w + e
+    h = g * g - f
+    return np.sum(h * a + b * c + d * e + f * g)
+
+
+def medium_in_loop(x, w):
+    s = 0.0
+    for i in range(3):
+        s = s + medium(x * i, w) + medium(x + i, w)
+    return s
+
+
+def medium_outside(x, w):
+    return medium(x, w) + medium(x * 2.0, w)
+
+
+def _n_stmts(prog, name):
+    return sum(1 for _ in iter_lets(prog.func(name).body))
+
+
+def test_medium_functions_called_in_loops_are_inlined():
+    """A function over MAX_STMTS statements, called only inside loops, with few copies
+    (sites x statements <= MAX_COPIES) is inlined; the same function called outside
+    loops is not, nor is it with a smaller copy budget."""
+    from pullback.passes import inline
+
+    x, w = np.linspace(0.1, 0.5, 4), np.linspace(-0.2, 0.3, 4)
+    prog = pb.jit(medium_in_loop, backend="interp").staged(x, w).prog
+    callee = next(f.name for f in prog.funcs if f.name.startswith("medium") and f.name != prog.entry
+                  and "loop" not in f.name)
+    n = _n_stmts(prog, callee)
+    assert inline.MAX_STMTS < n <= inline.MAX_FEW_STMTS and 2 * n <= inline.MAX_COPIES
+    calls_in = lambda p: [st.exp.func for f in p.funcs for st in iter_lets(f.body) if isinstance(st.exp, Apply)]
+    out = inline_small(prog)
+    assert callee not in calls_in(out)
+    assert np.allclose(interp.run(out, x, w), interp.run(prog, x, w), rtol=0, atol=0)
+    assert callee in calls_in(inline_small(prog, max_copies=n))        # two sites need 2n
+    top = pb.jit(medium_outside, backend="interp").staged(x, w).prog
+    assert any(c.startswith("medium") for c in calls_in(inline_small(top)))

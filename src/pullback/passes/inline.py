@@ -30,13 +30,46 @@ from ..ir.traverse import (
 )
 
 MAX_STMTS = 12
+MAX_FEW_STMTS = 48      # larger functions are inlined only if their copies stay within:
+MAX_COPIES = 160
 
 
-def inline_small(prog: Prog, max_stmts: int = MAX_STMTS) -> Prog:
+def inline_small(prog: Prog, max_stmts: int = MAX_STMTS, max_copies: int = MAX_COPIES) -> Prog:
+    """Inline functions of at most `max_stmts` statements, and functions of at most
+    `MAX_FEW_STMTS` called only inside loops whose copies (statements times call
+    sites) come to at most `max_copies` statements: ode's `rhs_vjp` (4 sites, ~30 statements) returned fresh
+    adjoint arrays the caller then added up; inlined, they are added in place
+    (passes/accumulate.py) and the zero-filled temporaries go (note [inline])."""
     graph = call_graph(prog)
-    small = {f.name: f for f in prog.funcs
-             if sum(1 for _ in iter_lets(f.body)) <= max_stmts and not _recursive(f.name, graph) and not f.rules}
+    sites, looped = _call_sites(prog), _call_sites(prog, in_loops=True)
+    small = {}
+    for f in prog.funcs:
+        n = sum(1 for _ in iter_lets(f.body))
+        few = (n <= MAX_FEW_STMTS and 0 < sites.get(f.name, 0) == looped.get(f.name, 0)
+               and n * sites[f.name] <= max_copies)
+        if (n <= max_stmts or few) and not _recursive(f.name, graph) and not f.rules:
+            small[f.name] = f
     return _inline(prog, graph, small)
+
+
+def _call_sites(prog: Prog, in_loops: bool = False) -> dict:
+    """Function name -> the number of calls of it in the program (with `in_loops`,
+    only those inside a loop body)."""
+    from ..ir.core import Apply, Loop
+    from ..ir.traverse import exp_scopes
+
+    sites: dict = {}
+
+    def walk(body, looped):
+        for st in body.stmts:
+            if isinstance(st.exp, Apply) and (looped or not in_loops):
+                sites[st.exp.func] = sites.get(st.exp.func, 0) + 1
+            for _, sub in exp_scopes(st.exp):
+                walk(sub, looped or isinstance(st.exp, Loop))
+
+    for f in prog.funcs:
+        walk(f.body, False)
+    return sites
 
 
 def inline_scalar_calls(prog: Prog, small: int = 4, max_stmts: int = 400, max_copies: int = 800) -> Prog:
@@ -47,7 +80,6 @@ def inline_scalar_calls(prog: Prog, small: int = 4, max_stmts: int = 400, max_co
     `passes.scalarize` its body is scalar code in the caller, where the call
     would pack and allocate its array arguments and results on every call (note
     [scalarize]; det's 2 x 2 leaf vjp, three call sites of ~40 statements)."""
-    from ..ir.core import Apply
     from ..ir.types import TensorType
 
     def tiny(t):
@@ -55,11 +87,7 @@ def inline_scalar_calls(prog: Prog, small: int = 4, max_stmts: int = 400, max_co
             (not t.shape or 1 <= int(np.prod(t.shape)) <= small)
 
     graph = call_graph(prog)
-    sites: dict = {}
-    for f in prog.funcs:
-        for st in iter_lets(f.body):
-            if isinstance(st.exp, Apply):
-                sites[st.exp.func] = sites.get(st.exp.func, 0) + 1
+    sites = _call_sites(prog)
     pick = {}
     for f in prog.funcs:
         types = [p.type for p in f.params] + list(f.ret_types)
