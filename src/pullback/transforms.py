@@ -22,7 +22,8 @@ def _derive(ctx, kind: str, fname: str, checkpoint=None, active=None) -> str:
     """The derived function (`kind` "vjp" or "jvp") of `fname`; reverse mode under the
     `checkpoint` strategy (a `pullback.checkpointing.Strategy`, default "store");
     forward mode with tangent parameters for the float parameters `active` marks
-    (None: all; `passes.jvp.jvp_prog`)."""
+    (None: all; `passes.jvp.jvp_prog`); reverse mode with adjoints for those only
+    (the others' are zeros; `passes.vjp.vjp_prog`)."""
     from .checkpointing import DEFAULT
 
     memo = ctx.memo.setdefault("derived", {})
@@ -34,7 +35,7 @@ def _derive(ctx, kind: str, fname: str, checkpoint=None, active=None) -> str:
         # the passes call custom functions' rules and never read their bodies (note [custom-rules])
         prog = opaque(Prog(tuple(ctx.funcs()), fname))
         if kind == "vjp":
-            new, name = vjp_prog(prog, fname, fresh=ctx.fresh_func_name, checkpoint=checkpoint)
+            new, name = vjp_prog(prog, fname, fresh=ctx.fresh_func_name, checkpoint=checkpoint, active=active)
         else:
             new, name = jvp_prog(prog, fname, fresh=ctx.fresh_func_name, active=active)
         have = {f.name for f in ctx.funcs()}
@@ -119,9 +120,10 @@ def grad(ctx, fun, args, argnums, with_value=False, has_aux=False, checkpoint=No
         raise PullbackError(
             f"grad needs a function that returns one float scalar; this one returns {_describe(out_tree, ret_types)}",
             loc=_where(ctx, fun), hint="reduce the output (e.g. np.sum) or use pb.jacobian / pb.vjp")
-    vname = _derive(ctx, "vjp", fname, checkpoint)
-    one = Const(1.0, TensorType(ret_types[0].dtype))
     fl = _float_positions(leaves)
+    wanted = {i for n in nums for i in range(*ranges[n])}
+    vname = _derive(ctx, "vjp", fname, checkpoint, active=tuple(i in wanted for i in fl))
+    one = Const(1.0, TensorType(ret_types[0].dtype))
     outs = ctx.apply(vname, list(leaves) + [one], ret_types + [leaves[i].type for i in fl])
     value = outs[0]
     gpos = {i: outs[1 + j] for j, i in enumerate(fl)}

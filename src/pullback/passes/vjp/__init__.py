@@ -31,13 +31,19 @@ from . import split
 from .adjoints import Adjoints
 from .body import fwd_body, rev_body
 from .merge_calls import merge_calls_func
-from .tape import Retry, SplitPlan
+from .tape import Retry, SplitPlan, recursive_funcs
 
 
-def vjp_prog(prog: Prog, fname: str | None = None, fresh=None, checkpoint=None) -> tuple[Prog, str]:
+def vjp_prog(prog: Prog, fname: str | None = None, fresh=None, checkpoint=None,
+             active: tuple | None = None) -> tuple[Prog, str]:
     """`fresh(hint) -> name`, if given, names the derived functions (the frontend
     passes its own supply, which knows functions still being staged).
-    `checkpoint` is a `pullback.checkpointing.Strategy` (default: "store")."""
+    `checkpoint` is a `pullback.checkpointing.Strategy` (default: "store").
+    `active` (one bool per float parameter of the entry, None: all) marks the
+    parameters whose adjoints are wanted: the entry's activity analysis starts
+    from those only, and the others' adjoints are returned as zeros (note
+    [entry-activity]). Ignored for a recursive or split entry, whose vjp other
+    calls reuse."""
     from ...checkpointing import DEFAULT
     from ..simplify import simplify_func
 
@@ -51,9 +57,12 @@ def vjp_prog(prog: Prog, fname: str | None = None, fresh=None, checkpoint=None) 
                DerivedNames(prog, names.bwd_func, fresh), DerivedNames(prog, names.segment_func, fresh))
     # split mode learns the residual types and the parameters each f_bwd takes
     # while it builds: build again until nothing new was learnt (note [split-calls])
+    if active is not None and (all(active) or entry in plan.split or entry in recursive_funcs(prog, entry)):
+        active = None
     for _ in range(64):
         plan.grew = False
         ctx = RevContext(prog, plan, derived)
+        ctx.entry_active = (entry, active)
         try:
             name = ctx.func(entry)
         except Retry:
@@ -121,6 +130,7 @@ class RevContext:
         self.nonneg: set = set()     # index vars known to be >= 0 (reverse counters; independent.py)
         self.vjp_of: dict = {}  # vjp function name -> primal function name (merge_calls)
         self.split_memo: dict = {}
+        self.entry_active = (None, None)   # (entry name, its active float parameters), vjp_prog
 
     def func(self, name: str) -> str:
         """The vjp of `name` (joint contract: params, cotangents -> results, adjoints)."""
@@ -159,6 +169,10 @@ class RevContext:
         self.supply = NameSupply(all_names(f))
         b = Builder(self.supply)
         self.varied = {p for p in f.params if differentiable(p.type)}
+        entry, active = self.entry_active
+        if active is not None and f.name == entry:
+            floats = [p for p in f.params if p.type.is_float]
+            self.varied -= {p for p, a in zip(floats, active) if not a}
         mark_body(f.body, self.varied)
         tapes = fwd_body(self, b, f.body)
         adj = Adjoints(b, self.varied)
