@@ -8,6 +8,7 @@ first call go, on the numba backend.
     python benchmarks/compile_time.py --out benchmarks/results/compile-now.md
     python benchmarks/compile_time.py --variant opt3=,PULLBACK_NUMBA_OPT=3    # a variant: environment variables
     python benchmarks/compile_time.py --speed-opt 3,2 --cases lse:default,...  # warm speed per LLVM level
+    python benchmarks/compile_time.py --speed-forward --rounds 40               # forwarded entry vs wrapper
 
 Each case (PROGRAM:SIZE of `benchmarks/programs/`) runs in a new process with an
 empty cache directory (so numba compiles), single-threaded and pinned to one
@@ -288,6 +289,48 @@ def child_speed(case: str, levels: list[int], rounds: int) -> dict:
             "median": {f"{lv}/{w}": statistics.median(v) for (lv, w), v in times.items()}}
 
 
+def child_speed_forward(case: str, rounds: int) -> dict:
+    """Warm-call speed of the derivative compiled with its forwarded entry (the
+    default, `numba_opt.forwarded`) and with the wrapper entry itself, in this
+    one process, timed interleaved."""
+    prog_name, size = case.split(":")
+    sys.path.insert(0, HERE)
+    import importlib
+
+    import numpy as np
+
+    from pullback.backends import numba_backend as nb
+    from pullback.pytree import flatten
+
+    mod = importlib.import_module(f"programs.{prog_name}")
+    inp = mod.make_input(mod.SIZES[size], np.random.default_rng(0))
+    _p, deriv, args = mod.tool_pullback(inp, "numba")
+    obj = deriv if hasattr(deriv, "_jit") or hasattr(deriv, "staged") else next(
+        c.cell_contents for c in deriv.__closure__ if hasattr(c.cell_contents, "_jit"))
+    j = getattr(obj, "_jit", obj)
+    fun = getattr(obj, "fun", None)
+    n = min(fun.__code__.co_argcount, len(args)) if hasattr(fun, "__code__") else len(args)
+    prog = j.staged(*args[:n]).prog
+    leaves = flatten(tuple(args[:n]))[0]
+    fa = nb.compile_prog(prog)
+    keep = nb.forwarded
+    nb.forwarded = lambda p, f: f
+    try:
+        fb = nb.compile_prog(prog)
+    finally:
+        nb.forwarded = keep
+    same = all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(fa(*leaves), fb(*leaves)))
+    ta, tb = [], []
+    for _ in range(rounds):
+        for fn, ts in ((fa, ta), (fb, tb)):
+            for _k in range(3):
+                t0 = NOW[0]()
+                fn(*leaves)
+                ts.append(NOW[0]() - t0)
+    return {"case": case, "entries": [fa.spec.dname, fb.spec.dname], "bitwise": same,
+            "forwarded": statistics.median(ta), "wrapper": statistics.median(tb)}
+
+
 def _leaves(a) -> list:
     import numpy as np
 
@@ -451,7 +494,11 @@ def parse_args(argv=None):
                    help="instead: warm-call speed at these LLVM levels (PULLBACK_NUMBA_OPT), compiled and timed "
                         "interleaved in one process per case")
     p.add_argument("--rounds", type=int, default=30, help="--speed-opt: rounds of interleaved calls")
+    p.add_argument("--speed-forward", action="store_true",
+                   help="instead: the derivative's warm calls with its forwarded entry and with the wrapper entry, "
+                        "compiled and timed interleaved in one process per case")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--child-forward", default=None, help=argparse.SUPPRESS)
     p.add_argument("--child-speed", default=None, help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -466,7 +513,39 @@ def main(argv=None):
             NOW[0] = time.perf_counter
         print(json.dumps(child_speed(args.child_speed, [int(x) for x in args.speed_opt.split(",")], args.rounds)))
         return 0
+    if args.child_forward:
+        if args.clock == "wall":
+            NOW[0] = time.perf_counter
+        print(json.dumps(child_speed_forward(args.child_forward, args.rounds)))
+        return 0
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
+    if args.speed_forward:
+        out = ["| case | entries (forwarded / wrapper) | forwarded | wrapper | ratio | results bitwise equal |",
+               "|---|---|---|---|---|---|"]
+        for case in cases:
+            cache = tempfile.mkdtemp(prefix="pb-fwd-")
+            try:
+                cmd = [sys.executable, os.path.abspath(__file__), "--child-forward", case, "--rounds",
+                       str(args.rounds), "--clock", args.clock]
+                if shutil.which("taskset"):
+                    cmd = ["taskset", "-c", str(args.core)] + cmd
+                p = subprocess.run(cmd, env=_env(SRC, cache, {"PULLBACK_WARM_CACHE": "0"}), capture_output=True,
+                                   text=True, timeout=args.timeout, check=False)
+            finally:
+                shutil.rmtree(cache, ignore_errors=True)
+            if p.returncode != 0:
+                out.append(f"| {case} | error: {(p.stderr or p.stdout).strip().splitlines()[-1][:150]} |")
+            else:
+                r = json.loads(p.stdout.strip().splitlines()[-1])
+                out.append(f"| {case} | {' / '.join(r['entries'])} | {_fmt_call(r['forwarded'])} | "
+                           f"{_fmt_call(r['wrapper'])} | {r['forwarded'] / r['wrapper']:.3f} | "
+                           f"{'yes' if r['bitwise'] else '**no**'} |")
+            print(out[-1], file=sys.stderr, flush=True)
+        print("\n".join(out))
+        if args.out:
+            with open(args.out, "w") as f:
+                f.write("\n".join(out) + "\n")
+        return 0
     if args.speed_opt:
         t0 = time.time()
         text = (f"# Warm calls by LLVM level ({time.strftime('%Y-%m-%d %H:%M')})\n\n`python benchmarks/compile_time.py "
