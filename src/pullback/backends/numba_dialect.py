@@ -374,7 +374,9 @@ class NumbaDialect:
         """A typed list: of stores of kind `j` (derivative code differentiated
         again), or of references to large arrays `elem` (pushed without a copy)."""
         if j is None:
-            ty = f'_nbt.Array(_nbt.{_NBT[elem.dtype]}, {len(elem.shape)}, "A")'
+            # C-contiguous elements: the return sweep indexes them without strides (a
+            # pushed view is copied by `_st_push`; a C array is pushed as it is)
+            ty = f'_nbt.Array(_nbt.{_NBT[elem.dtype]}, {len(elem.shape)}, "C")'
             self.helper(f"_SE{k}", f"_SE{k} = {ty}  # store elements: {elem}")
             ety, zero = f"_SE{k}", "np.zeros_like(v)"
             self.helper(f"_SV{k}", f"_SV{k} = _nbt.ListType(_SE{k})  # store of {elem}")
@@ -382,7 +384,8 @@ class NumbaDialect:
             ety, zero = f"_SV{j}", f"_st_zeros{j}(v)"
             self.helper(f"_SV{k}", f"_SV{k} = _nbt.ListType(_SV{j})  # store of stores")
         self.helper(f"_st_new{k}", f"{self.deco}\ndef _st_new{k}():\n    return List.empty_list({ety})")
-        self.helper(f"_st_push{k}", f"{self.deco}\ndef _st_push{k}(s, v):\n    s.append(v)\n    return s")
+        push = "np.ascontiguousarray(v)" if j is None else "v"
+        self.helper(f"_st_push{k}", f"{self.deco}\ndef _st_push{k}(s, v):\n    s.append({push})\n    return s")
         self.helper(f"_st_pop{k}", f"{self.deco}\ndef _st_pop{k}(s):\n    v = s.pop()\n    return s, v")
         self.helper(f"_st_zeros{k}", (
             f"{self.deco}\ndef _st_zeros{k}(s):\n    out = List.empty_list({ety})\n"
