@@ -400,13 +400,21 @@ class NumbaDialect:
             f"        if i < -n or i >= n:\n"
             f"            raise IndexError(k, i)"))
 
-    def _take_add_helper(self, axis: int) -> str:
-        pre = ":, " * axis
-        return self.helper(f"_take_add{axis}", (
-            f"{self.deco}\ndef _take_add{axis}(out, idx, v):\n"
-            f"    for k in range(idx.shape[0]):\n"
-            f"        out[{pre}idx[k]] += v[{pre}k]\n"
-            f"    return out"))
+    def _take_add_helper(self, axis: int, ndim: int) -> str:
+        """`out[..., idx[k], ...] += v[..., k, ...]` (at `axis`) for every k, as an
+        explicit loop nest over `out`'s other axes: numba compiles a slice assignment's
+        error formatting, 1-3 s per process (gmm's gradient: 9.4 -> 6.9 s)."""
+        name = f"_take_add{axis}_{ndim}"
+        other = [d for d in range(ndim) if d != axis]
+        lines = [f"{self.deco}", f"def {name}(out, idx, v):", "    for k in range(idx.shape[0]):",
+                 "        j = idx[k]"]
+        for depth, d in enumerate(other):
+            lines.append(f"{'    ' * (depth + 2)}for i{d} in range(out.shape[{d}]):")
+        ix_out = ", ".join("j" if d == axis else f"i{d}" for d in range(ndim))
+        ix_v = ", ".join("k" if d == axis else f"i{d}" for d in range(ndim))
+        lines.append(f"{'    ' * (len(other) + 2)}out[{ix_out}] += v[{ix_v}]")
+        lines.append("    return out")
+        return self.helper(name, "\n".join(lines))
 
     def _reduce_helper(self, op: str, out_dtype: str) -> str:
         name = f"_reduce_{op}_{out_dtype}"
@@ -462,7 +470,7 @@ class NumbaDialect:
         if _ndim(idx) == 0:
             fe.line(depth, f"{name}[{':, ' * axis}{fe.a(idx)}] += {fe.a(v)}")
             return
-        h = self._take_add_helper(axis)
+        h = self._take_add_helper(axis, _ndim(x))
         it, vt = fe.a(idx), fe.a(v)
         if _ndim(idx) > 1:
             xs = tuple(x.type.shape)
