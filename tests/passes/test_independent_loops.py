@@ -12,6 +12,8 @@ import pullback as pb
 from pullback.ir.core import Prim
 from pullback.ir.traverse import iter_lets
 
+from .test_saved_values import _work
+
 
 def det_lu(A):
     n = A.shape[0]
@@ -166,20 +168,6 @@ def test_wrapped_index_keeps_its_undo_log():
     """k - n is not known to be non-negative, so the inner loop keeps its undo log:
     the t loop's matrix save plus the inner loop's element and index pushes."""
     assert _pushes(wrapped, np.linspace(-1.0, 1.0, 3), 0.7, argnums=(0, 1)) > 1
-
-
-def _work(f, args):
-    from pullback.backends import interp
-    from pullback.checkpointing import Store
-    from pullback.frontend import stage
-    from pullback.passes.vjp import vjp_prog
-
-    st = stage(f, args)
-    p_ops, g_ops = interp.OpCount(), interp.OpCount()
-    interp.run(st.prog, *args, ops=p_ops)
-    vprog, name = vjp_prog(st.prog, checkpoint=Store())
-    interp.run(vprog, *args, 1.0, fname=name, ops=g_ops)
-    return p_ops.work, g_ops.work
 
 
 def test_det_lu_gradient_stays_cheap(monkeypatch):

@@ -24,7 +24,7 @@ keeps the store-all reversal.
 """
 from __future__ import annotations
 
-from ...ir.core import Const, ForForm, Loop, Prim, Var
+from ...ir.core import Const, ForForm, Loop, Prim
 from ...ir.traverse import exp_scopes, free_vars, iter_lets
 from ...ir.types import TensorType
 

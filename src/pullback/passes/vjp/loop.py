@@ -34,8 +34,8 @@ from ...ir.traverse import dce, free_vars, rename_body
 from ...ir.types import I64, StoreType, TensorType
 from .._common import differentiable
 from ..activity import mark_body
-from .adjoints import Adjoints
 from . import loop_forward
+from .adjoints import Adjoints
 from .body import fwd_body, recomputed, rev_body
 
 
@@ -356,6 +356,20 @@ def reverse_frame(ctx, b, st, adj) -> ReverseFrame:
                         {v: adj.get_or_zero(v) for v in fvs})
 
 
+def reverse_iteration(ctx, rb, body, tapes, fr: ReverseFrame) -> Adjoints:
+    """The return sweep of one iteration's re-executed `body` into `rb`, seeded with
+    the carried adjoints of `fr`; the adjoint environment it leaves."""
+    inner = Adjoints(rb, ctx.varied)
+    for v in fr.fvs:
+        inner.m[v] = fr.fa[v]
+    for i in fr.act:
+        r = body.result[i]
+        if isinstance(r, Var) and r in ctx.varied:
+            inner.add(r, fr.pa[i])
+    rev_body(ctx, rb, body, inner, tapes)
+    return inner
+
+
 def rev(ctx, b, st, adj, tape) -> None:
     from . import checkpoint
 
@@ -424,14 +438,7 @@ def rev_store(ctx, b, st, adj, tape: LoopTape) -> None:
     body = recomputed(rename_body(e.body, ctx.supply, restored))
     mark_body(body, ctx.varied)
     tapes = fwd_body(ctx, rb, _saved_values(rb, body, tape.values, cur), lazy=True)
-    inner = Adjoints(rb, ctx.varied)
-    for v in fvs:
-        inner.m[v] = fa[v]
-    for i in act:
-        r = body.result[i]
-        if isinstance(r, Var) and r in ctx.varied:
-            inner.add(r, pa[i])
-    rev_body(ctx, rb, body, inner, tapes)
+    inner = reverse_iteration(ctx, rb, body, tapes, fr)
     # the re-executed body changed the (mutable) stores again: bring them back to the start state
     store_back = {p: _undo_store(rb, body.result[e.params.index(p)], ents, cur, popped[p])
                   for p, ents in tape.stores.items()}

@@ -17,8 +17,7 @@ from __future__ import annotations
 from ...ir.core import Prim, Var
 from ...ir.traverse import free_vars, rename_body
 from ..activity import mark_body
-from .adjoints import Adjoints
-from .body import fwd_body, recomputed, rev_body
+from .body import fwd_body, recomputed
 
 
 def order_free(rbody, pa_params, new_pa, fa_params, new_fa) -> bool:
@@ -48,7 +47,7 @@ def order_free(rbody, pa_params, new_pa, fa_params, new_fa) -> bool:
 
 def rev(ctx, b, st, adj, tape) -> None:
     """The return sweep of loop `st` as a forward loop that recomputes its state."""
-    from .loop import _drop_saves, reverse_frame
+    from .loop import _drop_saves, reverse_frame, reverse_iteration
 
     e = st.exp
     fr = reverse_frame(ctx, b, st, adj)
@@ -62,14 +61,7 @@ def rev(ctx, b, st, adj, tape) -> None:
     body = recomputed(rename_body(e.body, ctx.supply, restored))
     mark_body(body, ctx.varied)
     tapes = fwd_body(ctx, rb, body)         # not lazy: the body's results are the next state
-    inner = Adjoints(rb, ctx.varied)
-    for v in fvs:
-        inner.m[v] = fa[v]
-    for i in act:
-        r = body.result[i]
-        if isinstance(r, Var) and r in ctx.varied:
-            inner.add(r, pa[i])
-    rev_body(ctx, rb, body, inner, tapes)
+    inner = reverse_iteration(ctx, rb, body, tapes, fr)
     res = [inner.get_or_zero(restored[e.params[i]], rb) for i in act] + [inner.get(v) for v in fvs] + \
         list(body.result)
     params = [pa[i] for i in act] + [fa[v] for v in fvs] + state
