@@ -2,8 +2,9 @@
 and what its return sweep stores and recomputes.
 
 Contract:
-- `derivative_source(fun, *args, mode=, checkpoint=)`: the pysource text of
-  `fun`'s vjp (mode "rev") or jvp (mode "fwd") for these arguments.
+- `derivative_source(fun, *args, mode=, argnums=, checkpoint=)`: the pysource
+  text of `fun`'s vjp (mode "rev") or jvp (mode "fwd") for these arguments,
+  with respect to the arguments `argnums` (None: every float argument).
 - `derived_prog(prog, mode, cp)`: the derivative program of a staged program,
   pruned to what its entry uses (the CLI's ``--ir``).
 - `memory_report(fun, *args, checkpoint=, backend=)` -> `MemoryReport`: peak
@@ -29,7 +30,9 @@ def derivative_source(fun, *args, mode: str = "rev", argnums=None, checkpoint="s
 
     mode="rev" shows the vjp (forward sweep, then the return sweep with
     provenance comments); mode="fwd" shows the jvp (tangent statements next to
-    primal ones).
+    primal ones). `argnums` (an int or a tuple, None: every float argument)
+    selects the arguments differentiated, as `pb.grad` does: the others get
+    zero adjoints (or tangents) and what depends on them alone is not varied.
     """
     from .backends.pysource import emit_prog
     from .frontend import stage
@@ -39,20 +42,45 @@ def derivative_source(fun, *args, mode: str = "rev", argnums=None, checkpoint="s
         raise PullbackError(f"mode must be 'rev' or 'fwd', got {short_repr(mode)}",
                             hint="mode='rev' shows the vjp, mode='fwd' the jvp")
     cp = checkpointing.parse(checkpoint, "derivative_source")
-    return emit_prog(derived_prog(stage(fun, args).prog, mode, cp))
+    st = stage(fun, args)
+    active = None if argnums is None else _active(st, argnums, fun)
+    return emit_prog(derived_prog(st.prog, mode, cp, active))
 
 
-def derived_prog(prog, mode: str, cp=None):
+def _active(st, argnums, fun) -> tuple:
+    """One flag per float parameter of the staged entry: is it (a leaf of) an
+    argument in `argnums`?"""
+    nums = (argnums,) if isinstance(argnums, int) and not isinstance(argnums, bool) else argnums
+    if not isinstance(nums, (tuple, list)) or not all(isinstance(n, int) and not isinstance(n, bool) for n in nums):
+        raise PullbackError(f"derivative_source: argnums must be an int or a tuple of ints, got {short_repr(argnums)}",
+                            hint="argnums=0 differentiates with respect to the first argument")
+    ranges, start = [], 0
+    for c in st.in_tree.children:
+        ranges.append((start, start + c.num_leaves))
+        start += c.num_leaves
+    wanted = set()
+    for n in nums:
+        if not -len(ranges) <= n < len(ranges):
+            raise PullbackError(f"derivative_source: argnums={n} but {getattr(fun, '__name__', 'the function')} "
+                                f"got {len(ranges)} arguments", hint="argnums are positions of the arguments passed")
+        wanted.update(range(*ranges[n]))
+    params = st.prog.func(st.prog.entry).params
+    return tuple(i in wanted for i, p in enumerate(params) if p.type.is_float)
+
+
+def derived_prog(prog, mode: str, cp=None, active=None):
     """The derivative program (`mode` "rev": the vjp, "fwd": the jvp) of a staged
     program, pruned to what its entry uses, as `derivative_source` and the CLI's
-    ``--ir`` show it: custom functions (note [custom-rules]) call their rules."""
+    ``--ir`` show it: custom functions (note [custom-rules]) call their rules.
+    `active`: one flag per float parameter of the entry (None: all), as the
+    passes take it (note [entry-activity])."""
     from .ir.traverse import prune_prog
     from .passes.jvp import jvp_prog
     from .passes.vjp import vjp_prog
     from .passes.vjp.custom import opaque
 
     base = opaque(prog)  # custom functions: their rules are called, their bodies not read
-    out, name = vjp_prog(base, checkpoint=cp) if mode == "rev" else jvp_prog(base)
+    out, name = vjp_prog(base, checkpoint=cp, active=active) if mode == "rev" else jvp_prog(base, active=active)
     real = {f.name: f for f in prog.funcs}
     return prune_prog(out.with_funcs([real.get(f.name, f) for f in out.funcs], entry=name))
 

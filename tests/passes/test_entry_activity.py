@@ -85,3 +85,21 @@ def test_mixed_second_derivative_through_a_restricted_gradient():
     # d/dx_i f = cos(x_i t_i) t_i^2, so d/dt_j is diagonal
     want = np.diag(-np.sin(x * t) * x * t ** 2 + 2 * t * np.cos(x * t))
     np.testing.assert_allclose(H, want, rtol=1e-10, atol=1e-12)
+
+
+def test_derivative_source_with_argnums():
+    """derivative_source(argnums=0) shows the gradient pb.grad(argnums=0) runs: with t
+    inactive the loop saves nothing; without argnums every float argument is active."""
+    only_x = pb.derivative_source(poly_fit, *_ARGS, argnums=0)
+    every = pb.derivative_source(poly_fit, *_ARGS)
+    assert "p_saved" not in only_x and "p_saved" in every
+    assert "def poly_fit_jvp" in pb.derivative_source(poly_fit, *_ARGS, mode="fwd", argnums=(0, 2))
+
+
+@pytest.mark.parametrize("bad, says", [(5, "argnums=5 but poly_fit got 3 arguments"),
+                                       ("x", "argnums must be an int or a tuple of ints"),
+                                       ((0, -4), "argnums=-4 but poly_fit got 3 arguments")])
+def test_derivative_source_bad_argnums(bad, says):
+    with pytest.raises(pb.PullbackError) as ei:
+        pb.derivative_source(poly_fit, *_ARGS, argnums=bad)
+    assert says in str(ei.value) and "test_entry_activity.py" in str(ei.value)
