@@ -2,7 +2,6 @@
 [compile-time]): axis reversals print as ``.T`` (no ``np.transpose``, whose
 error path makes numba compile its string formatting), other permutations as
 ``np.transpose``; values agree with the interpreter either way."""
-import os
 import pathlib
 import sys
 
@@ -19,15 +18,7 @@ import pullback as pb
 from pullback.backends import interp, numba_backend
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _cache_dir(tmp_path_factory):
-    old = os.environ.get("PULLBACK_CACHE_DIR")
-    os.environ["PULLBACK_CACHE_DIR"] = str(tmp_path_factory.mktemp("pbcache"))
-    yield
-    if old is None:
-        os.environ.pop("PULLBACK_CACHE_DIR", None)
-    else:
-        os.environ["PULLBACK_CACHE_DIR"] = old
+pytestmark = pytest.mark.usefixtures("private_cache")   # conftest.py
 
 
 def f(a, b):

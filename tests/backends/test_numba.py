@@ -29,15 +29,7 @@ from pullback.pytree import flatten  # noqa: E402
 warnings.simplefilter("ignore", RuntimeWarning)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _cache_dir(tmp_path_factory):
-    old = os.environ.get("PULLBACK_CACHE_DIR")
-    os.environ["PULLBACK_CACHE_DIR"] = str(tmp_path_factory.mktemp("pbcache"))
-    yield
-    if old is None:
-        os.environ.pop("PULLBACK_CACHE_DIR", None)
-    else:
-        os.environ["PULLBACK_CACHE_DIR"] = old
+pytestmark = pytest.mark.usefixtures("private_cache")   # conftest.py
 
 
 def _same(a, b):
