@@ -112,3 +112,71 @@ def test_saved_products_keep_the_gradient_cheap(steps):
         ratios.append(g / p)
     assert ratios[1] <= ratios[0] * 1.1, ratios
     assert ratios[1] < 4.0, ratios
+
+
+def two_saves(x, w):
+    h = x
+    for _ in range(4):
+        a = np.exp(w * h)
+        b = np.tanh(a * x)
+        h = a * b + 0.5 * h
+    return np.sum(h)
+
+
+def _loops(prog):
+    return [st.exp for f in prog.funcs for st in iter_lets(f.body) if isinstance(st.exp, Loop)]
+
+
+def test_saved_values_are_pushed_last_and_popped_first():
+    """The forward loop pushes the saved values after its other statements and the
+    return sweep pops them before its own, so the elementwise statements between
+    two saved ones are not split apart (the numba backend fuses them into one loop)."""
+    x, w = np.array([0.3, -0.5, 0.8]), np.array([1.1, 0.9, -1.2])
+    g = pb.grad(two_saves, argnums=(0, 1), backend="interp")
+    prog = g._jit.staged(x, w).prog
+    pushes = pops = 0
+    for loop in _loops(prog):
+        ops = [s.exp.op if isinstance(s.exp, Prim) else "" for s in loop.body.stmts]
+        if "exp" in ops and "store_push" in ops:          # the forward loop
+            last = max(i for i, o in enumerate(ops) if o != "store_push")
+            assert ops[last + 1:].count("store_push") == 2, ops   # exp's and tanh's, after the rest
+            pushes += 1
+        if "store_pop" in ops and "exp" not in ops:        # the return sweep
+            first = min(i for i, o in enumerate(ops) if o not in ("store_pop", "sub"))
+            assert ops[:first].count("store_pop") >= 2, ops
+            pops += 1
+    assert pushes == 1 and pops == 1
+    ref = g(x, w)
+    np.testing.assert_allclose(pb.grad(two_saves, argnums=(0, 1), backend="numba")(x, w)[0], ref[0], rtol=1e-12)
+    eps, d = 1e-6, np.array([0.0, 1e-6, 0.0])
+    fd = (two_saves(x + d, w) - two_saves(x - d, w)) / (2 * eps)
+    assert np.isclose(ref[0][1], fd, atol=1e-7)
+
+
+def test_a_static_trip_count_sizes_the_stores():
+    """A `for` loop of static trip count makes stores of that many slots
+    (`store_new(cap=n)`), which numba allocates at once; a loop bounded by a traced
+    value keeps the default."""
+    from pullback.backends import numba_backend as nb
+
+    def traced_bound(x, n):
+        h = x
+        for _ in range(n):
+            h = np.tanh(h * 0.9)
+        return np.sum(h)
+
+    x, w = np.array([0.3, -0.5, 0.8]), np.array([1.1, 0.9, -1.2])
+    prog = pb.jit(lambda *a: pb.grad(two_saves)(*a), backend="numba").staged(x, w).prog
+    caps = [dict(st.exp.params).get("cap") for f in prog.funcs for st in iter_lets(f.body)
+            if isinstance(st.exp, Prim) and st.exp.op == "store_new"]
+    assert caps and all(c == 4 for c in caps), caps
+    src = nb.emit_prog(nb.lower(prog), parallel=False)
+    assert "_st_newn" in src and "(4)" in src
+    np.testing.assert_allclose(pb.grad(two_saves, backend="numba")(x, w), pb.grad(two_saves, backend="interp")(x, w),
+                               rtol=1e-12)
+    prog = pb.jit(lambda *a: pb.grad(traced_bound)(*a), backend="numba").staged(x, np.int64(3)).prog
+    caps = [dict(st.exp.params).get("cap") for f in prog.funcs for st in iter_lets(f.body)
+            if isinstance(st.exp, Prim) and st.exp.op == "store_new"]
+    assert caps and all(c is None for c in caps), caps
+    np.testing.assert_allclose(pb.grad(traced_bound, backend="numba")(x, 7), pb.grad(traced_bound, backend="interp")(x, 7),
+                               rtol=1e-12)

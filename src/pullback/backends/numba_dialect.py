@@ -232,7 +232,11 @@ class NumbaDialect:
                                 hint="use backend='pysource' or 'interp' for this program")
         if op == "store_new":
             k = self.store_type(e.p["elem"])
-            fe.line(depth, f"{fe.bind(st.pat[0])} = _st_new{k}()")
+            cap = e.p.get("cap")
+            if cap is not None and f"_st_newn{k}" in self.helpers:  # a buffer store of known size
+                fe.line(depth, f"{fe.bind(st.pat[0])} = _st_newn{k}({int(cap)})")
+            else:
+                fe.line(depth, f"{fe.bind(st.pat[0])} = _st_new{k}()")
         elif op == "store_push":
             k = self.store_type(args[0].type.elem)
             fe.line(depth, f"{fe.bind(st.pat[0])} = _st_push{k}({fe.a(args[0])}, {fe.a(args[1])})")
@@ -354,6 +358,8 @@ class NumbaDialect:
                                f"  # store of {elem}")
         cap = max(4, min(1024, 8192 // max(size, 1)))  # about 64 KB to start with
         self.helper(f"_st_new{k}", f"{self.deco_inline}\ndef _st_new{k}():\n    return (np.empty(({cap}{dims}), dtype={dt}), 0)")
+        self.helper(f"_st_newn{k}", f"{self.deco_inline}\ndef _st_newn{k}(cap):\n"
+                                    f"    return (np.empty((cap{dims}), dtype={dt}), 0)")
         self.helper(f"_st_push{k}", (
             f"{self.deco_inline}\ndef _st_push{k}(s, v):\n"
             f"    buf, n = s\n"

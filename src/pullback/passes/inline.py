@@ -11,6 +11,11 @@ only what is called). Semantics are unchanged: the IR is pure.
 The numba backend runs it before code generation: numba compiles every
 function separately, at about 0.2 s each, and staging specialises small
 helpers per static argument (det's `minor(A, j)` once per j).
+
+`inline_for_ad(prog)` runs before reverse mode (`passes.vjp.vjp_prog`, note
+[inline-for-ad]): it inlines only tiny straight-line helpers that evaluate a
+transcendental (a `sigmoid`), so that the enclosing loop's forward sweep saves
+that value (note [saved-values]) instead of the helper's vjp computing it again.
 """
 from __future__ import annotations
 
@@ -50,6 +55,36 @@ def inline_small(prog: Prog, max_stmts: int = MAX_STMTS, max_copies: int = MAX_C
         if (n <= max_stmts or few) and not _recursive(f.name, graph) and not f.rules:
             small[f.name] = f
     return _inline(prog, graph, small)
+
+
+AD_STMTS = 8           # inline_for_ad: the largest helper it inlines
+
+
+def inline_for_ad(prog: Prog, max_stmts: int = AD_STMTS) -> Prog:
+    """Inline, before differentiation, calls of each function whose body is
+    straight-line primitives (no branch, loop, map or call), at most `max_stmts` of
+    them, at least one transcendental (`passes.vjp.loop.EXPENSIVE`), with no stores
+    among its values and no rules (custom rules and `pb.checkpoint` markers stay
+    calls). The call rule re-executes a
+    callee in its vjp, so such a helper's `exp` ran twice per call and could not be
+    saved by an enclosing loop; inlined, it is a statement of the caller's body
+    (note [inline-for-ad]). The copies keep the helper's source locations."""
+    from ..ir.core import Prim
+    from ..ir.types import StoreType
+    from .vjp.loop import EXPENSIVE
+
+    def tiny(f):
+        stmts = f.body.stmts
+        return (not f.rules and len(stmts) <= max_stmts
+                and all(isinstance(st.exp, Prim) for st in stmts)
+                and any(st.exp.op in EXPENSIVE for st in stmts)
+                and not any(isinstance(v.type, StoreType) for st in stmts for v in st.pat)
+                and not any(isinstance(p.type, StoreType) for p in f.params))
+
+    pick = {f.name: f for f in prog.funcs if tiny(f)}
+    if not pick:
+        return prog
+    return _inline(prog, call_graph(prog), pick)
 
 
 def _call_sites(prog: Prog, in_loops: bool = False) -> dict:

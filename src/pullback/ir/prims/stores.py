@@ -69,7 +69,9 @@ def metering(meter):
         _SLOT.meter = old
 
 
-def _new_type(ts, elem):
+def _new_type(ts, elem, cap=None):
+    # cap: how many pushes the store will get, when known (a loop's static trip
+    # count); a backend may allocate that many slots at once (note [numba-stores])
     return (StoreType(elem),)
 
 
@@ -153,7 +155,7 @@ def _store_cost(ts, outs, **p):
     return 0
 
 
-TABLE.add(Row("store_new", _new_type, lambda elem: StoreValue(elem.nbytes, _SLOT.meter),
+TABLE.add(Row("store_new", _new_type, lambda elem, cap=None: StoreValue(elem.nbytes, _SLOT.meter),
               cost=_store_cost, zero_deriv=True))
 TABLE.add(Row("store_push", _push_type, lambda s, v: s.push(v), _push_jvp, _push_vjp, _store_cost))
 TABLE.add(Row("store_pop", _pop_type, lambda s: s.pop(), _pop_jvp, _pop_vjp, _store_cost, multi=True))

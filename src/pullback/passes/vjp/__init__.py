@@ -45,9 +45,11 @@ def vjp_prog(prog: Prog, fname: str | None = None, fresh=None, checkpoint=None,
     [entry-activity]). Ignored for a recursive or split entry, whose vjp other
     calls reuse."""
     from ...checkpointing import DEFAULT
+    from ..inline import inline_for_ad
     from ..simplify import simplify_func
 
     entry = fname or prog.entry
+    prog = inline_for_ad(prog)   # tiny transcendental helpers become statements (note [inline-for-ad])
     machine = prog
     if getattr(checkpoint, "loops", False):
         machine = _as_machine(prog, entry, fresh)

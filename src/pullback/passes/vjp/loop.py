@@ -210,8 +210,12 @@ def fwd_store(ctx, b, st) -> LoopTape:
     new_params, new_init = [], []
     tape = LoopTape(count=e.form.bound if isinstance(e.form, ForForm) else None)
 
+    # each store gets one push per iteration: a static trip count is its size
+    cap = {"cap": max(int(e.form.bound.value), 1)} \
+        if isinstance(e.form, ForForm) and isinstance(e.form.bound, Const) else {}
+
     def store(hint, elem):
-        init = b.emit("store_new", elem=elem, name=hint)
+        init = b.emit("store_new", elem=elem, name=hint, **cap)
         prm = sb.fresh(hint, StoreType(elem))
         return init, prm
 
@@ -286,12 +290,15 @@ def fwd_store(ctx, b, st) -> LoopTape:
                 if isinstance(ip, Var) and isinstance(ip.type, StoreType):
                     cur[ip] = sb.emit("store_push", cur.get(ip, ip), a, name=ip.name)
         sb.stmts.append(s)
-        if id(s) in value_prms:
-            vprm = value_prms[id(s)][1]
-            cur[vprm] = sb.emit("store_push", cur.get(vprm, vprm), s.pat[0], name=vprm.name)
         if id(s) in pop_undo:
             uprm = pop_undo[id(s)]
             cur[uprm] = sb.emit("store_push", cur.get(uprm, uprm), s.pat[1], name=uprm.name)
+    # saved values are pushed at the end of the body, not after their statements: the
+    # statements between stay one fused elementwise loop (note [saved-values])
+    for s in e.body.stmts:
+        if id(s) in value_prms:
+            vprm = value_prms[id(s)][1]
+            cur[vprm] = sb.emit("store_push", cur.get(vprm, vprm), s.pat[0], name=vprm.name)
     count_prm = None
     if isinstance(e.form, WhileForm):
         count_prm = sb.fresh("trips", I64)
@@ -485,7 +492,7 @@ def rev_store(ctx, b, st, adj, tape: LoopTape) -> None:
 
 
 # elementwise primitives worth a store instead of a re-execution (note [saved-values])
-_EXPENSIVE = frozenset({"exp", "expm1", "log", "log1p", "logistic", "tanh", "sin", "cos", "tan",
+EXPENSIVE = frozenset({"exp", "expm1", "log", "log1p", "logistic", "tanh", "sin", "cos", "tan",
                         "sqrt", "pow", "atan2"})
 
 
@@ -496,7 +503,7 @@ def _expensive(body, varied) -> list:
     out = []
     for k, st in enumerate(body.stmts):
         e = st.exp
-        if (isinstance(e, Prim) and (e.op in _EXPENSIVE or _long_contraction(e)) and len(st.pat) == 1
+        if (isinstance(e, Prim) and (e.op in EXPENSIVE or _long_contraction(e)) and len(st.pat) == 1
                 and st.pat[0] in varied and isinstance(st.pat[0].type, TensorType) and st.pat[0].type.is_float):
             out.append(k)
     return out
@@ -517,21 +524,23 @@ _SAVE_CONTRACTION = 8
 
 
 def _saved_values(rb, body, values: dict, cur: dict) -> Body:
-    """The forward sweep to re-execute: `body` with each saved statement replaced by
-    a pop that binds the same variable. The return sweep still runs on `body`, so
-    the adjoint rule of the saved statement runs as before."""
+    """The forward sweep to re-execute: `body` without its saved statements, after
+    pops that bind the same variables. The pops come first, so the statements
+    between saved ones stay one fused elementwise loop; each store is popped once
+    (the order among stores is free). The return sweep still runs on `body`, so the
+    adjoint rule of the saved statement runs as before."""
     if not values:
         return body
-    stmts = []
+    pops, stmts = [], []
     for k, st in enumerate(body.stmts):
         if k in values:
             s = values[k]
             new = rb.fresh(s.name, s.type)
-            stmts.append(Let((new, st.pat[0]), Prim("store_pop", (cur[s],)), st.loc))
+            pops.append(Let((new, st.pat[0]), Prim("store_pop", (cur[s],)), st.loc))
             cur[s] = new
         else:
             stmts.append(st)
-    return Body(tuple(stmts), body.result)
+    return Body(tuple(pops + stmts), body.result)
 
 
 def _is_store(x) -> bool:
