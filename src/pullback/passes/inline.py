@@ -63,7 +63,7 @@ AD_STMTS = 8           # inline_for_ad: the largest helper it inlines
 def inline_for_ad(prog: Prog, max_stmts: int = AD_STMTS) -> Prog:
     """Inline, before differentiation, calls of each function whose body is
     straight-line primitives (no branch, loop, map or call), at most `max_stmts` of
-    them, at least one transcendental (`passes.vjp.loop.EXPENSIVE`), with no stores
+    them, at least one transcendental (`passes.vjp.saved.EXPENSIVE`), with no stores
     among its values and no rules (custom rules and `pb.checkpoint` markers stay
     calls). The call rule re-executes a
     callee in its vjp, so such a helper's `exp` ran twice per call and could not be
@@ -71,7 +71,7 @@ def inline_for_ad(prog: Prog, max_stmts: int = AD_STMTS) -> Prog:
     (note [inline-for-ad]). The copies keep the helper's source locations."""
     from ..ir.core import Prim
     from ..ir.types import StoreType
-    from .vjp.loop import EXPENSIVE
+    from .vjp.saved import EXPENSIVE
 
     def tiny(f):
         stmts = f.body.stmts

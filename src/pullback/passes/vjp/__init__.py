@@ -133,6 +133,7 @@ class RevContext:
         self.vjp_of: dict = {}  # vjp function name -> primal function name (merge_calls)
         self.split_memo: dict = {}
         self.entry_active = (None, None)   # (entry name, its active float parameters), vjp_prog
+        self.preload: dict = {}      # var -> (saved rows, loop index): read, not computed (saved.py)
 
     def func(self, name: str) -> str:
         """The vjp of `name` (joint contract: params, cotangents -> results, adjoints)."""

@@ -37,6 +37,8 @@ from ..activity import mark_body
 from . import loop_forward
 from .adjoints import Adjoints
 from .body import fwd_body, recomputed, rev_body
+from . import saved
+from .saved import expensive, reexecuted
 
 
 @dataclass
@@ -58,6 +60,10 @@ class LoopTape:
     value_params: list = field(default_factory=list)  # the forward loop's store params of `values`
     entry: dict = field(default_factory=dict)     # param -> its value before the loop, which every
                                                   # re-executed iteration reads (independent.py)
+    nested: dict = field(default_factory=dict)    # body index of a nested loop -> [(its statement
+                                                  # index, final store of its rows)] (saved.py)
+    loaded: dict = field(default_factory=dict)    # body statement index -> rows an enclosing loop
+                                                  # saved, row = iteration (saved.py)
 
 
 @dataclass
@@ -275,12 +281,18 @@ def fwd_store(ctx, b, st) -> LoopTape:
             by_stmt.setdefault(id(w.stmt), []).append((w, oprm, idx))
     pop_undo = {id(u): uprm for entries in store_undo.values() for u, uprm in entries if uprm is not None}
     value_prms = {}
-    for k in _expensive(e.body, ctx.varied):
+    preload = getattr(ctx, "preload", {})
+    for k in expensive(e.body, ctx.varied):
         v = e.body.stmts[k].pat[0]
+        if v in preload:   # an enclosing loop saved its rows: the return sweep reads them too
+            tape.loaded[k] = preload[v][0]
+            continue
         vinit, vprm = store(names.saved(v.name), v.type)
         new_params.append(vprm)
         new_init.append(vinit)
         value_prms[id(e.body.stmts[k])] = (k, vprm)
+    nested = {id(e.body.stmts[i]): (i, ks) for i, ks in saved.plan(ctx, e.body).items()}
+    rows = []   # (body index, statement index, the rows' final value) (note [nested-saves])
     for s in e.body.stmts:
         for w, oprm, idx in by_stmt.get(id(s), ()):
             sb.loc = s.loc
@@ -289,7 +301,15 @@ def fwd_store(ctx, b, st) -> LoopTape:
             for a, ip in zip(w.idx, idx):
                 if isinstance(ip, Var) and isinstance(ip.type, StoreType):
                     cur[ip] = sb.emit("store_push", cur.get(ip, ip), a, name=ip.name)
-        sb.stmts.append(s)
+        if id(s) in nested:
+            i, ks = nested[id(s)]
+            s2, finals = saved.extend(sb, s, ks)
+            sb.stmts.append(s2)
+            rows += [(i, k, v) for k, v in zip(ks, finals)]
+        elif len(s.pat) == 1 and s.pat[0] in preload:   # an enclosing loop saved it
+            sb.stmts.append(saved.load(s, preload[s.pat[0]]))
+        else:
+            sb.stmts.append(s)
         if id(s) in pop_undo:
             uprm = pop_undo[id(s)]
             cur[uprm] = sb.emit("store_push", cur.get(uprm, uprm), s.pat[1], name=uprm.name)
@@ -299,6 +319,13 @@ def fwd_store(ctx, b, st) -> LoopTape:
         if id(s) in value_prms:
             vprm = value_prms[id(s)][1]
             cur[vprm] = sb.emit("store_push", cur.get(vprm, vprm), s.pat[0], name=vprm.name)
+    row_prms = []
+    for i, k, v in rows:
+        rinit, rprm = store(names.saved(v.name), v.type)
+        new_params.append(rprm)
+        new_init.append(rinit)
+        cur[rprm] = sb.emit("store_push", rprm, v, name=rprm.name)
+        row_prms.append((i, k, rprm))
     count_prm = None
     if isinstance(e.form, WhileForm):
         count_prm = sb.fresh("trips", I64)
@@ -324,6 +351,8 @@ def fwd_store(ctx, b, st) -> LoopTape:
     for k, vprm in value_prms.values():
         tape.values[k] = final_of[vprm]
         tape.value_params.append(vprm)
+    for i, k, rprm in row_prms:
+        tape.nested.setdefault(i, []).append((k, final_of[rprm]))
     if count_prm is not None:
         tape.count = final_of[count_prm]
     return tape
@@ -405,6 +434,8 @@ def rev_store(ctx, b, st, adj, tape: LoopTape) -> None:
                 stores[u] = rb.fresh(u.name, u.type)
     for s in tape.values.values():
         stores[s] = rb.fresh(s.name, s.type)
+    for s in (s for ents in tape.nested.values() for _, s in ents):
+        stores[s] = rb.fresh(s.name, s.type)
     cur_arr = {p: rb.fresh(p.name, p.type) for p in list(tape.undo) + list(tape.stores)}
     cur_arr_init = {p: outs[e.params.index(p)] for p in cur_arr}
     # body of the reverse loop
@@ -444,7 +475,10 @@ def rev_store(ctx, b, st, adj, tape: LoopTape) -> None:
             ctx.varied.add(restored[p])
     body = recomputed(rename_body(e.body, ctx.supply, restored))
     mark_body(body, ctx.varied)
-    tapes = fwd_body(ctx, rb, _saved_values(rb, body, tape.values, cur), lazy=True)
+    loaded = saved.preload(ctx, rb, body, tape.nested, cur)   # note [nested-saves]
+    tapes = fwd_body(ctx, rb, reexecuted(rb, body, tape.values, cur, tape.loaded, restored.get(index)), lazy=True)
+    for v in loaded:
+        del ctx.preload[v]
     inner = reverse_iteration(ctx, rb, body, tapes, fr)
     # the re-executed body changed the (mutable) stores again: bring them back to the start state
     store_back = {p: _undo_store(rb, body.result[e.params.index(p)], ents, cur, popped[p])
@@ -463,7 +497,8 @@ def rev_store(ctx, b, st, adj, tape: LoopTape) -> None:
     res = new_pa + new_fa + [cur[s] for s in stores] + [carried[p] for p in tape.undo] + \
         [store_back[p] for p in tape.stores]
     rbody = rb.body(res)
-    if isinstance(e.form, ForForm) and tape.site and not (tape.undo or tape.stores or tape.values) and \
+    if isinstance(e.form, ForForm) and tape.site and not (tape.undo or tape.stores or tape.values or tape.nested
+                                                                          or tape.loaded) and \
             loop_forward.order_free(rbody, [pa[i] for i in act], new_pa, [fa[v] for v in fvs], new_fa):
         return loop_forward.rev(ctx, b, st, adj, tape)   # note [forward-return-sweep]
     # to-be-recorded analysis (Tapenade): a value the return sweep never reads is not saved
@@ -489,58 +524,6 @@ def rev_store(ctx, b, st, adj, tape: LoopTape) -> None:
     for j, i in enumerate(act):
         if isinstance(e.init[i], Var) and e.init[i] in ctx.varied:
             adj.add(e.init[i], outs_rev[j])
-
-
-# elementwise primitives worth a store instead of a re-execution (note [saved-values])
-EXPENSIVE = frozenset({"exp", "expm1", "log", "log1p", "logistic", "tanh", "sin", "cos", "tan",
-                        "sqrt", "pow", "atan2"})
-
-
-def _expensive(body, varied) -> list:
-    """Indices of the body's top-level transcendental statements whose (float) result
-    varies: the forward loop saves their results, the return sweep pops them instead
-    of computing them again. Results the return sweep does not read are dropped by DCE."""
-    out = []
-    for k, st in enumerate(body.stmts):
-        e = st.exp
-        if (isinstance(e, Prim) and (e.op in EXPENSIVE or _long_contraction(e)) and len(st.pat) == 1
-                and st.pat[0] in varied and isinstance(st.pat[0].type, TensorType) and st.pat[0].type.is_float):
-            out.append(k)
-    return out
-
-
-def _long_contraction(e: Prim) -> bool:
-    """A matmul that sums over at least `_SAVE_CONTRACTION` terms per result element:
-    recomputing it costs that many multiply-adds per element, saving it one store and
-    one load (note [saved-values])."""
-    if e.op != "matmul":
-        return False
-    a = e.args[0].type
-    return isinstance(a, TensorType) and len(a.shape) >= 1 and isinstance(a.shape[-1], int) \
-        and a.shape[-1] >= _SAVE_CONTRACTION
-
-
-_SAVE_CONTRACTION = 8
-
-
-def _saved_values(rb, body, values: dict, cur: dict) -> Body:
-    """The forward sweep to re-execute: `body` without its saved statements, after
-    pops that bind the same variables. The pops come first, so the statements
-    between saved ones stay one fused elementwise loop; each store is popped once
-    (the order among stores is free). The return sweep still runs on `body`, so the
-    adjoint rule of the saved statement runs as before."""
-    if not values:
-        return body
-    pops, stmts = [], []
-    for k, st in enumerate(body.stmts):
-        if k in values:
-            s = values[k]
-            new = rb.fresh(s.name, s.type)
-            pops.append(Let((new, st.pat[0]), Prim("store_pop", (cur[s],)), st.loc))
-            cur[s] = new
-        else:
-            stmts.append(st)
-    return Body(tuple(pops + stmts), body.result)
 
 
 def _is_store(x) -> bool:
