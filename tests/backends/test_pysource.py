@@ -452,3 +452,48 @@ def test_array_updated_in_a_loop_branch_is_copied_once():
     for be in ("pysource", "interp", "numba"):
         np.testing.assert_allclose(pb.jit(step, backend=be)(E, rows, g, 4), want)
     np.testing.assert_array_equal(E, np.arange(12.0).reshape(4, 3))   # the caller's array is unchanged
+
+
+CARRIED_WITH_VIEWS = """
+entry def f(x: f64[2,3], n: i64) -> (f64[2,3], f64[3]) {
+  let z: f64[2,3] = mul(x, 1.0:f64)
+  let s0: f64[3] = full(0.0:f64) {shape=(3,)}
+  let (out: f64[2,3], s: f64[3]) = loop (g: f64[2,3] = z, t: f64[3] = s0) for i: i64 < n {
+    let j: i64 = mod(i, 2:i64)
+    let g2: f64[2,3] = index_update(g, 1.0:f64, j) {mode='add', spec=(('d',),)}
+    let row: f64[3] = index(g2, j) {spec=(('d',),)}
+    let t2: f64[3] = mul(row, 0.5:f64)
+    let t3: f64[3] = add(t, t2)
+    yield (g2, RESULT)
+  }
+  return (out, s)
+}
+"""
+
+
+def test_views_that_die_in_the_iteration_keep_the_carried_array_in_place():
+    """`row`, a view of the carried `g2`, is only read in its iteration: the next
+    iteration may update `g` in place (before, every iteration copied it). A view
+    the loop carries to the next iteration keeps the copy (note [ownership])."""
+    x = np.arange(6.0).reshape(2, 3)
+    for result, inplace in (("t3", True), ("row", False)):
+        p = parse_prog(CARRIED_WITH_VIEWS.replace("RESULT", result))
+        src = pysource.emit_prog(p)
+        loop_src = src[src.index("for i in"):]
+        assert (".copy()" not in loop_src) == inplace, src
+        for n in (0, 1, 2, 5):
+            assert all(values_equal(a, b) for a, b in zip(interp.run(p, x, np.int64(n)), pysource.run(p, x, np.int64(n))))
+        assert values_equal(x, np.arange(6.0).reshape(2, 3))
+
+
+def test_elementwise_library_forms_do_not_alias_their_arguments():
+    """numba's `smul` (and the special functions) compute new arrays: their operands
+    stay unaliased for the ownership analysis; another unknown primitive may alias."""
+    from pullback.backends.pysource.ownership import _aliasing_args
+    from pullback.ir.core import Prim, Var
+    from pullback.ir.types import TensorType
+
+    a, b = Var("a", TensorType("f64", (3,))), Var("b", TensorType("f64", (3,)))
+    assert _aliasing_args(Prim("smul", (a, b))) == []
+    assert _aliasing_args(Prim("erf", (a,))) == []
+    assert _aliasing_args(Prim("no_such_library_call", (a, b))) == [a, b]

@@ -123,3 +123,38 @@ def test_loop_checkpointing_is_left_alone():
     x, W = _args(2)
     p, g, _ = _counts(stacked, (x, W, np.int64(8)), checkpoint=Binomial(snapshots=2))
     assert g.transc > 2 * p.transc                        # segments re-execute, by design
+
+
+def stacked_late(x, W, n):
+    """`stacked` with the state written after the layer's arithmetic (as lstm does)."""
+    st = np.zeros_like(W) + 0.1
+    total = 0.0
+    for t in range(n):
+        h = x * (t + 1.0) / n
+        for i in range(W.shape[0]):
+            a = np.tanh(h * W[i] + st[i])
+            h = np.exp(-a * a)
+            st[i] = a
+        total = total + np.sum(h)
+    return total
+
+
+def test_rows_are_written_right_after_the_elementwise_run():
+    """The row writes come right after the statements that compute the values,
+    before the inner loop's own in-place update of the state, where numba's fusion
+    writes them from its fused loop (note [nested-saves])."""
+    from pullback.ir.core import Loop, Prim
+    from pullback.ir.traverse import iter_lets
+
+    x, W = _args(2)
+    vprog = vjp_prog(stage(stacked_late, (x, W, np.int64(3))).prog)[0]
+    inner = [st.exp for f in vprog.funcs for st in iter_lets(f.body)
+             if isinstance(st.exp, Loop) and any(p.name.startswith("rows") and "saved" not in p.name
+                                                 for p in st.exp.params)]
+    assert inner
+    for loop in inner:
+        names = [s.exp.args[0].name for s in loop.body.stmts if isinstance(s.exp, Prim) and s.exp.op == "index_update"]
+        rows = [i for i, a in enumerate(names) if a.startswith("rows")]
+        assert len(rows) == 2 and max(rows) < min(i for i, a in enumerate(names) if not a.startswith("rows")), names
+    gW = pb.grad(stacked_late, argnums=1, backend="numba")(x, W, 4)
+    np.testing.assert_allclose(gW, _fd_W(stacked_late, x, W, 4), rtol=1e-6, atol=1e-8)

@@ -37,12 +37,23 @@ def _aliasing_args(e: Prim) -> list:
     if op == "store_push":
         return [e.args[1]]
     if op not in KNOWN_PRIMS:
-        return list(e.args)
+        # an elementwise library form (numba's `smul`, special functions) computes a
+        # new array; any other unknown primitive may return one of its arguments
+        return [] if _elementwise_libcall(op) else list(e.args)
     return []
+
+
+def _elementwise_libcall(op: str) -> bool:
+    from ..libcalls import LIBCALLS
+
+    lc = LIBCALLS.get(op)
+    return lc is not None and lc.elementwise
 
 
 def _fresh_result(e: Prim) -> bool:
     """Does the emitted expression always build a new, writeable array?"""
+    if _elementwise_libcall(e.op):   # numba's forms of these build new arrays (libcalls)
+        return True
     return e.op in KNOWN_PRIMS and e.op not in _STORE_OPS and not _aliasing_args(e) and e.op not in _VIEW_OPS
 
 
@@ -127,6 +138,20 @@ class _Ownership:
         self.loop_owned: dict = {}  # id(Let of a Loop) -> set of owned param indices
         self.loop_copy: dict = {}   # id(Let of a Loop) -> owned params whose init is copied at entry
         self.body(f.body, mine)
+
+    def _transient_views(self, body: Body) -> Counter:
+        """Per array, the views of it that `body` makes at its top level and that die
+        in the iteration: nothing aliases them (they are only read) and the body does
+        not yield them. They do not keep the array from being carried in place: the
+        next iteration updates it after they are dead (note [ownership])."""
+        out: Counter = Counter()
+        results = {a for a in body.result if isinstance(a, Var)}
+        for st in body.stmts:
+            e = st.exp
+            if (isinstance(e, Prim) and e.op == "index" and st.pat[0] not in self.copied and _aliasing_args(e)
+                    and isinstance(e.args[0], Var) and self.count[st.pat[0]] == 0 and st.pat[0] not in results):
+                out[e.args[0]] += 1
+        return out
 
     def _local(self, body: Body) -> Counter:
         """Aliasing uses (as counted in `count`) inside `body`, nested bodies included
@@ -266,6 +291,7 @@ class _Ownership:
         passes = Counter(a for st in e.body.stmts if isinstance(st.exp, If)
                          for br in (st.exp.then, st.exp.else_) for a in br.result
                          if isinstance(a, Var) and a in e.params)
+        transient = self._transient_views(e.body)
         for j, (p, x0) in enumerate(zip(e.params, e.init)):
             if _ndim(p) == 0 or j >= len(res):
                 continue
@@ -281,7 +307,8 @@ class _Ownership:
             # owns it, or the check below drops the candidate)
             if self.count[p] - self.inits[p] - passes[p] > (1 if r == p else 0):
                 continue
-            if r != p and not (isinstance(r, Var) and r in bound_in_body and self.count[r] == 1):
+            if r != p and not (isinstance(r, Var) and r in bound_in_body
+                               and self.count[r] - transient[r] == 1):
                 continue
             cand.add(j)
         binders = tuple(e.params) + ((e.form.index,) if isinstance(e.form, ForForm) else ())

@@ -120,6 +120,9 @@ def _small(t, n) -> bool:
     return n * size <= MAX_ELEMS
 
 
+_NOT_RUN = frozenset({"index_update", "take_add", "store_push", "store_pop", "store_new"})
+
+
 def extend(sb, st, ks) -> tuple[Let, list]:
     """`st` (a nested loop) emitted into `sb` with one more carried array per saved
     statement; returns the new statement (not yet appended) and the arrays' finals."""
@@ -135,7 +138,13 @@ def extend(sb, st, ks) -> tuple[Let, list]:
         p = ib.fresh("rows", t)
         prms.append(p)
         news.append(ib.emit("index_update", p, v, j, spec=(("d",),), mode="set", name="rows"))
-    body = Body(e.body.stmts + tuple(ib.stmts), e.body.result + tuple(news))
+    # the row writes go right after the elementwise run that computes the values (before
+    # the next update or non-primitive), where numba's fusion writes them from its loop
+    stmts = e.body.stmts
+    at = max(ks) + 1
+    while at < len(stmts) and isinstance(stmts[at].exp, Prim) and stmts[at].exp.op not in _NOT_RUN:
+        at += 1
+    body = Body(stmts[:at] + tuple(ib.stmts) + stmts[at:], e.body.result + tuple(news))
     finals = [sb.fresh("rows", p.type) for p in prms]
     loop = Loop(e.params + tuple(prms), e.init + tuple(inits), e.form, body)
     return Let(st.pat + tuple(finals), loop, st.loc), finals
