@@ -69,7 +69,10 @@ def _assert_clean(src: str):
             assert node.module in _ALLOWED_IMPORTS, ast.dump(node)
         assert not (isinstance(node, ast.Name) and node.id in ("os", "exec", "eval", "__import__")), ast.dump(node)
         assert not (isinstance(node, ast.Attribute) and node.attr == "environ"), ast.dump(node)
-        if isinstance(node, ast.FunctionDef):  # one docstring, then no other bare expression
+        if isinstance(node, ast.FunctionDef):  # at most a docstring, then no other bare expression
+            if node.name.startswith("_st_"):   # the emitter's store helpers have no docstring
+                assert not any(isinstance(n, ast.Expr) for n in node.body), ast.dump(node)
+                continue
             assert isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
             assert not any(isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) for n in node.body[1:])
 

@@ -231,12 +231,9 @@ class NumbaDialect:
             raise PullbackError(f"numba backend: primitive '{op}' has no numba form",
                                 hint="use backend='pysource' or 'interp' for this program")
         if op == "store_new":
-            k = self.store_type(e.p["elem"])
-            cap = e.p.get("cap")
-            if cap is not None and f"_st_newn{k}" in self.helpers:  # a buffer store of known size
-                fe.line(depth, f"{fe.bind(st.pat[0])} = _st_newn{k}({int(cap)})")
-            else:
-                fe.line(depth, f"{fe.bind(st.pat[0])} = _st_new{k}()")
+            k, cap = self.store_type(e.p["elem"]), e.p.get("cap")   # cap: a buffer store's known size
+            new = f"_st_newn{k}({int(cap)})" if cap is not None and f"_st_newn{k}" in self.helpers else f"_st_new{k}()"
+            fe.line(depth, f"{fe.bind(st.pat[0])} = {new}")
         elif op == "store_push":
             k = self.store_type(args[0].type.elem)
             fe.line(depth, f"{fe.bind(st.pat[0])} = _st_push{k}({fe.a(args[0])}, {fe.a(args[1])})")
