@@ -158,3 +158,31 @@ def test_rows_are_written_right_after_the_elementwise_run():
         assert len(rows) == 2 and max(rows) < min(i for i, a in enumerate(names) if not a.startswith("rows")), names
     gW = pb.grad(stacked_late, argnums=1, backend="numba")(x, W, 4)
     np.testing.assert_allclose(gW, _fd_W(stacked_late, x, W, 4), rtol=1e-6, atol=1e-8)
+
+
+def three_levels(x, W, n):
+    """Two short loops nested in a long one: each level saves the one below it."""
+    st = np.zeros_like(W) + 0.1
+    total = 0.0
+    for t in range(n):
+        h = x * (t + 1.0) / n
+        for i in range(W.shape[0]):
+            g = np.sin(h * W[i])
+            for r in range(2):
+                g = np.tanh(g + st[i] * (r + 1.0))
+            st[i] = g
+            h = np.exp(-g * g) * h
+        total = total + np.sum(h)
+    return total
+
+
+@pytest.mark.parametrize("backend", ["interp", "numba"])
+def test_three_nested_levels(backend):
+    x, W = _args(3)
+    gx, gW = pb.grad(three_levels, argnums=(0, 1), backend=backend)(x, W, 4)
+    np.testing.assert_allclose(gW, _fd_W(three_levels, x, W, 4), rtol=1e-6, atol=1e-8)
+    rx, rW = pb.grad(three_levels, argnums=(0, 1), backend="interp", checkpoint=Binomial(snapshots=2))(x, W, 4)
+    np.testing.assert_allclose(gx, rx, rtol=1e-10)
+    np.testing.assert_allclose(gW, rW, rtol=1e-10)
+    p, g, _ = _counts(three_levels, (x, W, np.int64(4)))
+    assert g.transc <= 2 * p.transc, (p.transc, g.transc)
