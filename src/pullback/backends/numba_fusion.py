@@ -209,7 +209,8 @@ def _store(g: Group, st: Let, touched: set, used_after: set) -> bool:
     x, v, dyn = e.args[0], e.args[1], e.args[2:]
     s = next((f for f in g.fused if f.pat[0] is v and f.exp.op == "sum"), None)
     reduced = {f.pat[0] for f in g.fused if f.exp.op == "sum"}
-    return (s is not None and tuple(int(a) for a in s.exp.p["axes"]) == (len(g.shape) - 1,)
+    # a 1-d group's row sum is a full sum: its lanes beat one local (note [numba-fusion])
+    return (s is not None and len(g.shape) >= 2 and tuple(int(a) for a in s.exp.p["axes"]) == (len(g.shape) - 1,)
             and region_shape(tuple(x.type.shape), e.p["spec"]) == tuple(v.type.shape)
             and v not in used_after and x not in touched and isinstance(x, Var)
             and not any(a in reduced for a in dyn))
@@ -370,12 +371,22 @@ def _scratch_outputs(fe, dialect, g, gate) -> set:
     return numba_scratch.local_values(g.rest, g.result, cands, dialect.push_copies, fe.own) if cands else set()
 
 
+# float operations LLVM vectorises inline (no call, no check that raises)
+_VECTOR_OPS = frozenset({"neg", "abs", "sqrt", "add", "sub", "mul", "div", "smul", "lt", "le", "gt", "ge",
+                         "eq", "ne", "and", "or", "xor", "not", "isnan", "where", "cast", "broadcast_to",
+                         "maximum", "minimum", "sum"})
+
+
 def _strip_worth(g) -> bool:
-    """Strip-mine a group's full sums when it computes a function that vectorises
-    only without the lanes' computed-index store (note [vecmath])."""
+    """Strip-mine a group's full sums when its loop vectorises only without the
+    lanes' computed-index store: it computes vecmath's functions (note [vecmath]),
+    or only inline float arithmetic (note [strip-sums]). A libm call does not
+    vectorise either way, and there the blocks cost a little."""
     from .libcalls import vecmath
 
-    return vecmath.enabled() and any(st.exp.op in vecmath.OPS for st in g.fused)
+    if vecmath.enabled() and any(st.exp.op in vecmath.OPS for st in g.fused):
+        return True
+    return all(st.exp.op in _VECTOR_OPS and st.pat[0].type.dtype in ("f64", "f32", "bool") for st in g.fused)
 
 
 def _in_locals(sums, lanes, ndim) -> list:
