@@ -441,10 +441,11 @@ def lower(prog: Prog, setting=None, metered: bool = False) -> Prog:
     from ..passes.inline import inline_scalar_calls, inline_small
     from ..passes.layout import transpose_layout
     from ..passes.scalarize import scalarize
+    from ..passes.sink_rows import sink_rows
     from ..passes.strong_mul import strong_mul
 
     prog = accumulate(scalarize(forward_index(inline_scalar_calls(inline_small(prog)))))  # [forward-index], [scalarize], [accumulate]
-    prog = transpose_layout(dead_clears(prog))  # notes [dead-clears], [transposed-layout]
+    prog = sink_rows(transpose_layout(dead_clears(prog)))  # notes [dead-clears], [transposed-layout], [sink-rows]
     prog = _vectorize(prog, setting, metered)
     return strong_mul(prog)  # note [strong-mul]
 
