@@ -45,6 +45,7 @@ from ..ir.core import Const, Prim
 from ..ir.prims.indexing import region_shape
 from ..ir.types import StoreType, TensorType
 from . import checks, numba_parallel, numba_scratch
+from .numba_fill import unobserved_fills
 from . import numba_fusion as fusion
 from . import pysource as ps
 from .libcalls import LIBCALLS
@@ -128,6 +129,7 @@ class NumbaDialect:
         self.parallel = False if metered else parallel
         self.par = numba_parallel.Plan()      # the maps that run with prange (set by `prepare`)
         self.repeated: set = set()            # bodies run more than once per call (`prepare`)
+        self.unset: set = set()               # `full`s whose fill nobody sees (`prepare`)
 
     # -- hooks called by pysource -------------------------------------------------
     def prepare(self, prog) -> list[str]:
@@ -156,6 +158,7 @@ class NumbaDialect:
         self.recursive = cycles if self.stackcheck else set()
         self.par = numba_parallel.plan(prog, self.parallel, cycles)
         self.repeated = numba_scratch.repeated_bodies(prog, self.par.maps)   # note [short-loops]
+        self.unset = unobserved_fills(prog)   # note [unobserved-fills]
         return (list(self.big.values()) + ([STACK_PARAM] if self.recursive else [])
                 + ([METER_PARAM] if self.metered else []))
 
@@ -569,6 +572,8 @@ class NumbaDialect:
             (v,) = args
             if not p["shape"]:
                 return _scalar_cast(out_t.dtype, A(v))
+            if pat[0] in self.unset:
+                return f"np.empty({_shape_tuple(p['shape'])}, dtype={_ND[out_t.dtype]})"
             return f"np.full({_shape_tuple(p['shape'])}, {_scalar_cast(out_t.dtype, A(v))})"
         if op in ps._REDUCE:
             (x,) = args
