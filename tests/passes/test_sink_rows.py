@@ -120,3 +120,32 @@ def test_kmeans_adjoint_is_not_materialised():
     assert not any(n.startswith("D_adj") for n in carried), carried
     assert any(n.startswith("D_adj") for f in prog.funcs for st in iter_lets(f.body)
                if isinstance(st.exp, Loop) for n in (p.name for p in st.exp.params))
+
+
+NARROW = """
+entry def f(A: f64[4,3], B: f64[4,3]) -> ({rets}) {{
+  let M: bool[4,3] = lt(A, B)
+  let F: f64[4,3] = cast(M) {{dtype='f64'}}
+  let S: f64[3] = sum(F) {{axes=(0,)}}
+  let X: f64[4,3] = mul(F, A)
+  let Z: f64[3] = full(0.0:f64) {{shape=(3,)}}
+  let s: f64[3] = loop (acc: f64[3] = Z) for k: i64 < 4:i64 {{
+    let r: f64[3] = index(X, k) {{spec=(('d',), ('s', 0, 3, 1))}}
+    let acc2: f64[3] = add(acc, r)
+    yield (acc2)
+  }}
+  return ({result})
+}}
+"""
+
+
+@pytest.mark.parametrize("result, rets, mask_read", [("s, S", "f64[3], f64[3]", True), ("s", "f64[3]", False)])
+def test_narrow_values_computed_anyway_are_read(result, rets, mask_read):
+    """The bool mask M, computed anyway for S, is read (1 byte per element) rather
+    than recomputed from A and B (16); without S nothing computes it, so it is
+    recomputed."""
+    prog = parse_prog(NARROW.format(result=result, rets=rets))
+    out = run_both(prog, *ARGS[:2])
+    assert not reads_of(out, "X")
+    assert bool(reads_of(out, "M")) == mask_read and bool(reads_of(out, "B")) != mask_read
+    assert not reads_of(out, "F")

@@ -12,8 +12,11 @@ by an elementwise primitive (or a broadcast) that nothing else reads, the read
 becomes x0's row computed in the body. The row is computed
 from the rows of x0's operands: operands computed elementwise in the
 enclosing body by cheap primitives (`_CHEAP`: no transcendental function) are
-recomputed the same way, broadcast operands give their row (or themselves),
-and anything else is read at row r. x0 and the recomputed values are then not
+recomputed the same way (unless such an operand is computed anyway, because
+a value outside the row's statements needs it, and its row costs fewer bytes
+to store and read than its operands' rows: then it is read, `_read_instead`),
+broadcast operands give their row (or themselves), and anything else is read
+at row r. x0 and the recomputed values are then not
 materialised for the loop (dce drops what nothing else reads). Each element of
 the row is computed by the same primitive from the same operands, so values
 are unchanged, and every iteration computes one distinct row: the work is at
@@ -24,13 +27,14 @@ and pysource print the program as staged.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 
 import numpy as np
 
 from ..ir.core import Body, Const, ForForm, Let, Loop, Prim, Prog, Var
 from ..ir.names import NameSupply
 from ..ir.traverse import all_names, dce, free_vars, map_exp, use_counts
-from ..ir.types import TensorType
+from ..ir.types import TensorType, np_dtype
 from .dead_clears import _affine, _distinct_slices
 from .layout import _ELEMENTWISE
 
@@ -45,13 +49,18 @@ _I0 = Const(0, TensorType("i64", ()))
 def sink_rows(prog: Prog) -> Prog:
     out, changed = [], False
     for f in prog.funcs:
-        s = _Sink(NameSupply(all_names(f)), use_counts(f.body))
-        body = s.body(f.body)
+        live = dce(f.body)   # uses by dead statements would count as needs (`_read_instead`)
+        s = _Sink(NameSupply(all_names(f)), use_counts(live))
+        body = s.body(live)
         if s.changed:
             changed = True
             f = dataclasses.replace(f, body=dce(body))
         out.append(f)
     return prog.with_funcs(out) if changed else prog
+
+
+def _item(a) -> int:
+    return np.dtype(np_dtype(a.type.dtype)).itemsize
 
 
 def _row_spec(shape) -> tuple:
@@ -127,10 +136,59 @@ class _Rows:
         self.sink, self.defs, self.shape, self.r, self.loc = sink, defs, shape, r, loc
         self.stmts: list = []
         self.memo: dict = {}
+        self.read: set = set()
 
     def row(self, x0: Var, out: Var) -> list:
+        self.read = self._read_instead(x0)
         self.full(x0, out)
         return self.stmts
+
+    def _nodes(self, x0: Var) -> dict:
+        """The values the row of x0 would recompute: x0 and, transitively, its
+        full-shaped operands computed here by cheap primitives -> their statements."""
+        nodes, todo = {}, [x0]
+        while todo:
+            v = todo.pop()
+            st = self.defs.get(v)
+            if v in nodes or st is None or not _Sink._sinkable(st, self.shape, v is x0):
+                continue
+            nodes[v] = st
+            todo += [a for a in st.exp.args if isinstance(a, Var) and tuple(a.type.shape) == self.shape]
+        return nodes
+
+    def _read_instead(self, x0: Var) -> set:
+        """Nodes whose rows are read rather than recomputed: those computed (in a
+        fused loop) anyway, because a value outside the row's statements needs
+        them, whose row costs fewer bytes of memory traffic to store and read
+        there (2 x its element size) than its operands' rows cost to read
+        (kmeans: the bool mask `D == min` against D itself, note [sink-rows])."""
+        nodes = self._nodes(x0)
+        inside = Counter(a for st in nodes.values() for a in st.exp.args if isinstance(a, Var))
+        kept, todo = set(), [v for v in nodes if v is not x0 and self.sink.uses[v] > inside[v]]
+        while todo:   # needed outside, and so everything it is computed from
+            v = todo.pop()
+            if v in kept or v not in nodes:
+                continue
+            kept.add(v)
+            todo += [a for a in nodes[v].exp.args if isinstance(a, Var)]
+        read: set = set()
+        memo: dict = {}
+
+        def cost(a) -> int:   # bytes per element read to get a's row
+            if not (isinstance(a, Var) and tuple(a.type.shape) == self.shape):
+                return 0 if len(a.type.shape) < len(self.shape) or a.type.shape[0] == 1 else _item(a)
+            if a not in nodes:
+                return _item(a)
+            if a not in memo:
+                rec = sum(cost(b) for b in nodes[a].exp.args)
+                if a in kept and 2 * _item(a) < rec:
+                    read.add(a)
+                    rec = _item(a)
+                memo[a] = rec
+            return memo[a]
+
+        cost(x0)
+        return read
 
     def let(self, hint: Var | str, t: TensorType, e: Prim, loc=None, out: Var | None = None):
         v = out if out is not None else Var(self.sink.names.fresh(hint if isinstance(hint, str) else hint.name), t)
@@ -143,7 +201,7 @@ class _Rows:
             return self.memo[v]
         rt = dataclasses.replace(v.type, shape=self.shape[1:])
         st = self.defs.get(v)
-        if st is not None and _Sink._sinkable(st, self.shape, out is not None):
+        if st is not None and v not in self.read and _Sink._sinkable(st, self.shape, out is not None):
             e = st.exp
             if e.op == "broadcast_to":
                 a = self.operand(e.args[0])
