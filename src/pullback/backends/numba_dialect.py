@@ -44,8 +44,7 @@ from ..errors import PullbackError
 from ..ir.core import Const, Prim
 from ..ir.prims.indexing import region_shape
 from ..ir.types import StoreType, TensorType
-from . import checks, numba_parallel, numba_scratch
-from .numba_fill import unobserved_fills
+from . import checks, numba_fill, numba_parallel, numba_scratch
 from . import numba_fusion as fusion
 from . import pysource as ps
 from .libcalls import LIBCALLS
@@ -158,7 +157,7 @@ class NumbaDialect:
         self.recursive = cycles if self.stackcheck else set()
         self.par = numba_parallel.plan(prog, self.parallel, cycles)
         self.repeated = numba_scratch.repeated_bodies(prog, self.par.maps)   # note [short-loops]
-        self.unset = unobserved_fills(prog)   # note [unobserved-fills]
+        self.unset = numba_fill.unobserved_fills(prog)   # note [unobserved-fills]
         return (list(self.big.values()) + ([STACK_PARAM] if self.recursive else [])
                 + ([METER_PARAM] if self.metered else []))
 
