@@ -123,3 +123,23 @@ def test_row_adjoint_of_a_product_costs_no_product(n):
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-10)
     assert work[1] <= work[0] - 2 * n * d * d + 2 * n * d, work
+
+
+def test_operand_sum_is_placed_next_to_the_operand():
+    """so that the numba backend fuses it into the loop that computes the operand"""
+    prog = parse_prog("""
+entry def f(X: f64[6,4], B: f64[4,5]) -> (f64[5], f64[4,6]) {
+  let A: f64[6,4] = exp(X)
+  let T: f64[4,6] = transpose(A) {perm=(1, 0)}
+  let P: f64[6,5] = matmul(A, B)
+  let s: f64[5] = sum(P) {axes=(0,)}
+  return (s, T)
+}
+""")
+    out = sum_matmul(prog)
+    ops = [(st.exp.op, [a.name for a in st.exp.args]) for st in out.funcs[0].body.stmts]
+    assert [op for op, _ in ops] == ["exp", "sum", "transpose", "matmul"]
+    assert ops[1][1] == ["A"]
+    X = RNG.standard_normal((6, 4))
+    for got, want in zip(_run(out, X, B), _run(prog, X, B)):
+        np.testing.assert_allclose(got, want, rtol=1e-13)

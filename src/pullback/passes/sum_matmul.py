@@ -12,7 +12,9 @@ same body and read by nothing but the next link, becomes
 - ``axes = (0, 1)``: ``s = matmul(sum(A, axes=(0,)), sum(B, axes=(1,)))``;
 
 negated again once per `neg` peeled off (``-`` commutes exactly with sums and
-products). For ``A`` (n, k) and ``B`` (k, m) the product cost ``2nkm`` and its
+products). The new sum of an operand made in the same body is placed right
+after the operand's statement, so that the numba backend fuses it into the
+loop computing the operand (note [numba-fusion]). For ``A`` (n, k) and ``B`` (k, m) the product cost ``2nkm`` and its
 sum ``nm``; now ``nk`` (or ``km``) additions and a vector-matrix product
 ``2km`` (``2nk``) do it, never more. The reverse sweep of ``(x - mu) @ W``
 with ``mu`` a broadcast row differentiated and ``x`` not (gmm's components)
@@ -54,7 +56,10 @@ class _Ctx:
 
     def body(self, body: Body) -> Body:
         defs: dict = {}   # var -> its defining Prim, statements of this body only
-        stmts, changed = [], False
+        at: dict = {}     # var -> the index in `stmts` of the statement binding it (this body)
+        stmts: list = []
+        after: dict = {}  # index in `stmts` -> statements to place right after it
+        changed = False
         for st in body.stmts:
             e = st.exp
             if not isinstance(e, Prim):
@@ -68,17 +73,32 @@ class _Ctx:
                 e2 = map_exp(e, lambda a: a, scope)
                 if inner[0]:
                     changed, st = True, Let(st.pat, e2, st.loc)
-                stmts.append(st)
-                continue
-            new = self._rewrite(st, defs) if e.op == "sum" else None
-            if new is not None:
-                stmts.extend(new)
-                changed = True
-                continue
+            else:
+                new = self._rewrite(st, defs) if e.op == "sum" else None
+                if new is not None:
+                    changed = True
+                    sums, rest = new
+                    for s, operand in sums:   # next to the operand: fused with its loop
+                        if operand in at:
+                            after.setdefault(at[operand], []).append(s)
+                        else:
+                            stmts.append(s)
+                    for s in rest:
+                        at[s.pat[0]] = len(stmts)
+                        stmts.append(s)
+                    continue
+                if len(st.pat) == 1:
+                    defs[st.pat[0]] = e
+            for v in st.pat:
+                at[v] = len(stmts)
             stmts.append(st)
-            if len(st.pat) == 1:
-                defs[st.pat[0]] = e
-        return Body(tuple(stmts), body.result) if changed else body
+        if not changed:
+            return body
+        out = []
+        for i, st in enumerate(stmts):
+            out.append(st)
+            out.extend(after.get(i, ()))
+        return Body(tuple(out), body.result)
 
     def _only_use(self, v, defs, op):
         """The `op` Prim defining `v` in this body, when nothing else reads `v`."""
@@ -105,15 +125,18 @@ class _Ctx:
         if axes not in ((0,), (1,), (0, 1)):
             return None
         bd = Builder(self.names, st.loc)
+        sums = []
         if 0 in axes:
-            a = bd.sum(a, axes=(0,))
+            a0, a = a, bd.sum(a, axes=(0,))
+            sums.append((bd.stmts[-1], a0))
         if 1 in axes:
-            b = bd.sum(b, axes=(1,))
+            b0, b = b, bd.sum(b, axes=(1,))
+            sums.append((bd.stmts[-1], b0))
         r = bd.matmul(a, b)
         for _ in range(negs):
             r = bd.neg(r)
         if r.type != out.type:
             return None
-        last = bd.stmts[-1]
-        bd.stmts[-1] = Let((out,), last.exp, last.loc)
-        return bd.stmts
+        rest = bd.stmts[len(sums):]
+        rest[-1] = Let((out,), rest[-1].exp, rest[-1].loc)
+        return sums, rest
