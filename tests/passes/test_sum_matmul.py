@@ -143,3 +143,17 @@ entry def f(X: f64[6,4], B: f64[4,5]) -> (f64[5], f64[4,6]) {
     X = RNG.standard_normal((6, 4))
     for got, want in zip(_run(out, X, B), _run(prog, X, B)):
         np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+def test_constant_operands():
+    prog = parse_prog("""
+entry def f(A: f64[3,2]) -> (f64[3]) {
+  let P: f64[3,2] = matmul(A, const f64[2,2] [[1.0, 2.0], [3.0, -4.0]])
+  let s: f64[3] = sum(P) {axes=(1,)}
+  return (s)
+}
+""")
+    out = sum_matmul(prog)
+    assert [st.exp.args[1].type.ndim for st in matmuls(out)] == [1]
+    A3 = RNG.standard_normal((3, 2))
+    np.testing.assert_allclose(_run(out, A3)[0], A3 @ np.array([3.0, -1.0]), rtol=1e-13)

@@ -79,7 +79,7 @@ class _Ctx:
                     changed = True
                     sums, rest = new
                     for s, operand in sums:   # next to the operand: fused with its loop
-                        if operand in at:
+                        if isinstance(operand, Var) and operand in at:
                             after.setdefault(at[operand], []).append(s)
                         else:
                             stmts.append(s)
