@@ -442,9 +442,10 @@ def lower(prog: Prog, setting=None, metered: bool = False) -> Prog:
     from ..passes.layout import transpose_layout
     from ..passes.scalarize import scalarize
     from ..passes.strong_mul import strong_mul
+    from ..passes.sum_matmul import sum_matmul
 
     prog = accumulate(scalarize(forward_index(inline_scalar_calls(inline_small(prog)))))  # [forward-index], [scalarize], [accumulate]
-    prog = transpose_layout(dead_clears(prog))  # notes [dead-clears], [transposed-layout]
+    prog = transpose_layout(dead_clears(sum_matmul(prog)))  # notes [sum-matmul], [dead-clears], [transposed-layout]
     prog = _vectorize(prog, setting, metered)
     return strong_mul(prog)  # note [strong-mul]
 
