@@ -129,6 +129,7 @@ class NumbaDialect:
         self.par = numba_parallel.Plan()      # the maps that run with prange (set by `prepare`)
         self.repeated: set = set()            # bodies run more than once per call (`prepare`)
         self.unset: set = set()               # `full`s whose fill nobody sees (`prepare`)
+        self.blas_operands = False            # a matmul printed `_pb_blas` (note [blas-operands])
 
     # -- hooks called by pysource -------------------------------------------------
     def prepare(self, prog) -> list[str]:
@@ -170,6 +171,8 @@ class NumbaDialect:
         out = ["from numba import njit", "from numba import types as _nbt", "from numba.typed import List"]
         if self.recursive:
             out.append("from pullback.backends.numba_stack import _pb_sp")
+        if self.blas_operands:
+            out.append("from pullback.backends.numba_operands import _pb_blas")
         if self.par:
             out.append("from numba import prange")
         out.append("")

@@ -57,7 +57,8 @@ class Group:
     fused: list = field(default_factory=list)     # Lets, in order
     hoisted: list = field(default_factory=list)   # Lets, in order
     keep: set = field(default_factory=set)        # fused results used after the group
-    store: Let | None = None   # an `index_update` of a row sum, written from the loop (`_store`)
+    stores: list = field(default_factory=list)  # `index_update`s right after, written from the loop (`_store`)
+    pre: list = field(default_factory=list)     # pure statements between the loop and those updates
     repeated: bool = False     # the body runs more than once per call (numba_scratch)
     rest: tuple = ()           # with `repeated`: the body's statements after the group
     result: tuple = ()         # ... and its results
@@ -149,11 +150,9 @@ def plan(body: Body, repeated: bool = False) -> dict[int, Group]:
             g.hoisted.pop()
             j -= 1
         g.end = j
-        if len(g.fused) >= 2:
-            g.keep = (fused_vars & uses_after[j]) | reduced
-            if j < len(stmts) and _store(g, stmts[j], reads | hoisted_out | _views_read(stmts[:j], stmts[j], reads),
-                                         uses_after[j + 1]):
-                g.store, g.end = stmts[j], j + 1
+        g.keep = (fused_vars & uses_after[j]) | reduced
+        _take_stores(g, stmts, reads | hoisted_out, uses_after)
+        if len(g.fused) >= 2 or g.stores:   # one statement: worth a loop when it writes an update
             if repeated:
                 g.repeated, g.rest, g.result = True, stmts[g.end:], body.result
             groups[k] = g
@@ -196,24 +195,84 @@ def _views_read(before, st: Let, reads: set) -> set:
     return {x} if (views - {x}) & reads else set()
 
 
+def _take_stores(g: Group, stmts: list, touched: set, uses_after: list) -> None:
+    """The `index_update`s after group g that its loop writes itself (`_store`),
+    possibly past pure statements that read none of g's results, no updated
+    array and no update's result (`g.pre`, printed before the loop). Each update
+    writes a different array, so the order of additions into any element is
+    unchanged (note [numba-fusion])."""
+    fused = {st.pat[0] for st in g.fused}
+    barred = set(touched)   # arrays later updates may not write: read by g, or updated already
+    pending: list = []
+    k = g.end
+    while k < len(stmts):
+        st = stmts[k]
+        e = st.exp
+        if _store(g, st, barred | _views_read(stmts[:k], st, touched), uses_after[k + 1]):
+            g.stores.append(st)
+            g.pre.extend(pending)
+            pending = []
+            barred.update((e.args[0], st.pat[0]))
+            g.end = k + 1
+        elif (isinstance(e, Prim) and e.op in ps.KNOWN_PRIMS and e.op not in ps._STORE_OPS | _NOT_HOISTABLE
+              and not (free_vars(e) & (fused | barred))):
+            pending.append(st)
+        else:
+            break
+        k += 1
+
+
 def _store(g: Group, st: Let, touched: set, used_after: set) -> bool:
-    """May the loop write `index_update` st, right after group g, itself? Its
-    value is a sum of g over the innermost axis only (a row sum, kept in a
-    local), used nowhere else, and exactly the updated region; its array is
-    neither read nor updated by g, nor read through a view (`touched`). Whether
-    it is updated in place is the ownership analysis's answer, at emission
-    (note [numba-fusion])."""
+    """May the loop write `index_update` st, after group g, itself? Its value is
+    either a sum of g over the innermost axis only (a row sum, kept in a local)
+    or an elementwise result of g, used nowhere else, and exactly the updated
+    region; its array is neither read nor updated by g, nor read through a view
+    (`touched`). Whether it is updated in place is the ownership analysis's
+    answer, at emission (note [numba-fusion])."""
     e = st.exp
+    if isinstance(e, Prim) and e.op == "concatenate":
+        return bool(concat_pieces(g, st, used_after))
     if not (isinstance(e, Prim) and e.op == "index_update" and e.p["mode"] in ("set", "add")):
         return False
     x, v, dyn = e.args[0], e.args[1], e.args[2:]
-    s = next((f for f in g.fused if f.pat[0] is v and f.exp.op == "sum"), None)
-    reduced = {f.pat[0] for f in g.fused if f.exp.op == "sum"}
-    # a 1-d group's row sum is a full sum: its lanes beat one local (note [numba-fusion])
-    return (s is not None and len(g.shape) >= 2 and tuple(int(a) for a in s.exp.p["axes"]) == (len(g.shape) - 1,)
-            and region_shape(tuple(x.type.shape), e.p["spec"]) == tuple(v.type.shape)
+    s = next((f for f in g.fused if f.pat[0] is v), None)
+    if s is None or (s.exp.op == "sum" and tuple(int(a) for a in s.exp.p["axes"]) != (len(g.shape) - 1,)):
+        return False
+    if s.exp.op == "sum" and len(g.shape) < 2:
+        return False   # a 1-d group's row sum is a full sum: its lanes beat one local (note [strip-sums])
+    if s.exp.op != "sum" and tuple(v.type.shape) != tuple(g.shape):
+        return False
+    fused = {f.pat[0] for f in g.fused}
+    return (region_shape(tuple(x.type.shape), e.p["spec"]) == tuple(v.type.shape)
             and v not in used_after and x not in touched and isinstance(x, Var)
-            and not any(a in reduced for a in dyn))
+            and not any(a in fused for a in dyn))
+
+
+def concat_pieces(g: Group, st: Let, used_after: set) -> dict:
+    """The pieces of `concatenate` st that group g's loop writes into the
+    result itself: elementwise results of g with the group's shape, used once
+    there and nowhere after -> their offset along the axis."""
+    e: Prim = st.exp
+    axis = int(e.p["axis"])
+    mine = {f.pat[0] for f in g.fused if f.exp.op != "sum" and tuple(f.pat[0].type.shape) == tuple(g.shape)}
+    out, off = {}, 0
+    for a in e.args:
+        if a in mine and e.args.count(a) == 1 and a not in used_after and a.type.dtype == st.pat[0].type.dtype:
+            out[a] = off
+        off += int(a.type.shape[axis])
+    return out
+
+
+def store_target(fe, st: Let, name: str, js: list[str], off=None) -> str:
+    """Text of the element an update or concatenation `st` writes at region
+    position `js`, with its operator: ``x[i, 1 + j] +=``. `off`: a concatenation's
+    offset of the piece along its axis."""
+    e: Prim = st.exp
+    if e.op == "concatenate":
+        axis = int(e.p["axis"])
+        ix = [j if (d != axis or not off) else f"{off} + {j}" for d, j in enumerate(js)]
+        return f"{name}[{', '.join(ix)}] ="
+    return f"{name}[{region_index(fe, st, js)}] {'=' if e.p['mode'] == 'set' else '+='}"
 
 
 def broadcast_index(x, shape: tuple, idx: list[str]) -> str:
@@ -246,13 +305,27 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
         return acc if ok else None
 
     gate = numba_gate.plan(g, inplace_acc)  # note [zero-gate]
-    # the update after the loop, written from it when in place (a gate would skip stores)
-    # and its array is bound in this body (a view of it made outside could be read here)
-    store = (g.store if g.store is not None and gate is None and id(g.store) in fe.own.inplace
-             and g.store.exp.args[0] in fe.here[-1] else None)
-    stored = {}  # the row sum `store` writes -> the array's name
-    if store is not None:
-        stored[store.exp.args[1]] = fe.update_target(store, depth)
+    for st in g.pre:   # pure statements between the loop and its updates (`_take_stores`)
+        fe.provenance(st, depth)
+        fe.stmt(st, depth)
+        fe.here[-1].update(st.pat)
+    # the updates after the loop, written from it when in place (a gate would skip stores)
+    # and their array is bound in this body (a view of it made outside could be read here)
+    written = [st for st in g.stores if gate is None and (
+        st.exp.op == "concatenate" or (id(st) in fe.own.inplace and st.exp.args[0] in fe.here[-1]))]
+    stored = {}  # value the loop writes -> (the update or concatenation, the array's name, offset)
+    for st in written:
+        if st.exp.op == "concatenate":   # a fresh array: the loop writes its pieces, copies fill the rest
+            fe.provenance(st, depth)
+            name = fe.bind(st.pat[0])
+            t = st.pat[0].type
+            fe.line(depth, f"{name} = np.empty({ps._shape_lit(t.shape)}, dtype={ps._NP_DTYPE[t.dtype]})"
+                    "  # pb:concatenate")
+            for v, off in concat_pieces(g, st, set()).items():
+                stored[v] = (st, name, off)
+        else:
+            fe.emit_checks(st, depth)
+            stored[st.exp.args[1]] = (st, fe.update_target(st, depth), None)
     local = _scratch_outputs(fe, dialect, g, gate)
     sums = {}  # sum result -> the kept axes
     lanes = {}  # full sums -> the name of their partial sums
@@ -273,6 +346,8 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
             else:  # a full sum: _LANES partial sums break the chain of dependent additions
                 lanes[v] = fe.fresh(f"{v.name}_lanes")
                 fe.line(depth, f"{lanes[v]} = np.zeros({_LANES}, dtype={dt})")
+            continue
+        if v in stored:   # written into the updated array (see `_body`), never materialised
             continue
         acc = inplace_acc(st)
         if acc is not None:
@@ -297,7 +372,8 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
     scalars: dict = {}  # fused result -> its scalar name in the loop
     # a sum over the innermost axis (not a full sum) adds into a local around the
     # innermost loop: one element, loaded before and stored after (note [numba-fusion])
-    regs = {v: fe.fresh(f"{v.name}_acc") for v in dict.fromkeys(_in_locals(sums, lanes, len(g.shape)) + list(stored))}
+    regs = {v: fe.fresh(f"{v.name}_acc")
+            for v in dict.fromkeys(_in_locals(sums, lanes, len(g.shape)) + [v for v in stored if v in sums])}
     level = depth
     first_header = len(fe.lines)
     for d, (i, n) in enumerate(zip(idx, g.shape)):
@@ -334,27 +410,47 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
         fe.line(inner, f"for {ij} in range({_STRIP}):")
         fe.line(inner + 1, f"{idx[-1]} = {ib} + {ij}")
         _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner + 1, dict(scalars),
-              {v: f"{b}[{ij}] =" for v, b in bufs.items()}, regs)
+              {v: f"{b}[{ij}] =" for v, b in bufs.items()}, regs, stored)
         fe.line(inner, f"for {ij} in range(0, {_STRIP}, {_LANES}):")
         fe.line(inner + 1, f"for {il} in range({_LANES}):")
         for v, b in bufs.items():
             fe.line(inner + 2, f"{lanes[v]}[{il}] += {b}[{ij} + {il}]")
         fe.line(inner - 1, f"for {idx[-1]} in range({nb}, {n_last}):")
     _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars,
-          {v: f"{lanes[v]}[{idx[-1]} & {_LANES - 1}] +=" for v in lanes}, regs)
+          {v: f"{lanes[v]}[{idx[-1]} & {_LANES - 1}] +=" for v in lanes}, regs, stored)
     for v, r in regs.items():
         if v in stored:   # the update, at this row (same additions: the sum starts at 0)
-            opr = "=" if store.exp.p["mode"] == "set" else "+="
-            fe.line(inner - 1, f"{stored[v]}[{region_index(fe, store, [idx[d] for d in sums[v]])}] {opr} {r}"
-                    "  # pb:index_update")
+            st, name, _ = stored[v]
+            fe.line(inner - 1, f"{store_target(fe, st, name, [idx[d] for d in sums[v]])} {r}  # pb:index_update")
         else:
             fe.line(inner - 1, f"{_sum_elem(fe, v, sums[v], idx)} = {r}")
     for v, ln in lanes.items():
         fe.line(depth, f"{fe.py[v]} = " + " + ".join(f"{ln}[{k}]" for k in range(_LANES)))
     fe.assign(depth, [a for a, _ in renames], [b for _, b in renames])
-    if g.store is not None and store is None:   # not in place: the update as usual
-        fe.provenance(g.store, depth)
-        fe.stmt(g.store, depth)
+    for st in g.stores:
+        if st not in written:   # not in place: the update as usual
+            fe.provenance(st, depth)
+            fe.stmt(st, depth)
+        elif st.exp.op == "concatenate":   # the pieces the loop did not write
+            _copy_pieces(fe, st, {v for v, (s2, _, _) in stored.items() if s2 is st}, depth)
+
+
+def _copy_pieces(fe, st: Let, done: set, depth: int) -> None:
+    """Loop nests copying the pieces of concatenation st not in `done` into its
+    result (numba's slice assignment is slow to compile)."""
+    e: Prim = st.exp
+    axis, name, off = int(e.p["axis"]), fe.py[st.pat[0]], 0
+    for a in e.args:
+        if a not in done:
+            src = fe.a(a)
+            if isinstance(a, Const):
+                src = fe.fresh("c")
+                fe.line(depth, f"{src} = {fe.a(a)}")
+            js = [fe.fresh(f"j{d}") for d in range(len(a.type.shape))]
+            for d, (j, n) in enumerate(zip(js, a.type.shape)):
+                fe.line(depth + d, f"for {j} in range({int(n)}):")
+            fe.line(depth + len(js), f"{store_target(fe, st, name, js, off)} {src}[{', '.join(js)}]  # pb:concatenate")
+        off += int(a.type.shape[axis])
 
 
 _STRIP = 256   # block length of a strip-mined fused sum
@@ -399,10 +495,11 @@ def _sum_elem(fe, v, keep, idx) -> str:
     return fe.py[v] + f"[{', '.join(idx[d] for d in keep)}]"
 
 
-def _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars, lanes, regs) -> None:
+def _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars, lanes, regs, stored) -> None:
     """The fused statements at loop depth `inner`; `lanes[v]` is the text that a
     full sum v's value is stored or added with (``buf[j] =``, ``lanes[i & 7] +=``),
-    `regs[v]` the local that a sum over the innermost axis adds into."""
+    `regs[v]` the local that a sum over the innermost axis adds into, `stored[v]`
+    the update (and its array's name) that an elementwise result is written by."""
     for st in g.fused:
         e: Prim = st.exp
         v = st.pat[0]
@@ -448,3 +545,6 @@ def _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars, lanes, 
         fe.line(inner, f"{name} = {text}  # pb:{e.op}")
         if v in outs:
             fe.line(inner, f"{outs[v]}[{', '.join(idx)}] = {name}")
+        if v in stored:
+            up, target, off = stored[v]
+            fe.line(inner, f"{store_target(fe, up, target, idx, off)} {name}  # pb:{up.exp.op}")

@@ -17,6 +17,11 @@ return sweep's re-executed iterations read the entry state. The caller
 (`body.fwd_body` with `lazy=True`) asks only where nothing after the loop in
 the re-executed body reads the loop's results, so no forward run is needed.
 
+`final_state(ctx, b, st, p)` says, for any `for` loop, whether every location of
+its in-place array `p` that iteration k reads is written by no iteration k' >= k
+("triangular" loops, Gaussian elimination): then the store-all reversal logs
+nothing for `p` and its return sweep reads the loop's result (`LoopTape.final`).
+
 Facts about indices come from the statements of the enclosing builders
 (`Builder.parent`) and `ctx.nonneg` (reverse-loop counters and restored
 indices, which are in [0, n)). Anything not understood answers None, which
@@ -65,6 +70,54 @@ def lazy_tape(ctx, b, st):
     except _Fail:
         return None
     return LoopTape(count=e.form.bound, entry={p: e.init[j] for j, p in enumerate(e.params)})
+
+
+def final_state(ctx, b, st, p) -> bool:
+    """Whether every location of in-place array `p` that iteration k of `for` loop
+    `st` reads is written by no iteration k' >= k: then what iteration k read is
+    what the loop leaves, and its return sweep may read the loop's result instead
+    of undoing each iteration's writes (note [independent-loops], "triangular
+    loops"). Proved per (read, write) pair on one axis where both index with
+    coefficient 1 on k, both provably non-negative (no wrap-round): the write's
+    index minus the read's (k' >= k read as k) is a constant >= 1 plus
+    non-negative terms."""
+    e = st.exp
+    if not isinstance(e, Loop) or not isinstance(e.form, ForForm) or p not in e.params:
+        return False
+    index = e.form.index
+    known = set(getattr(ctx, "nonneg", ())) | {index}
+    body_defs, variant = {}, set()
+    for s in iter_lets(e.body):
+        for v in s.pat:
+            body_defs[v] = s
+        variant.update(s.pat)
+        for binders, _ in exp_scopes(s.exp):
+            variant.update(binders)
+        if isinstance(s.exp, Loop) and isinstance(s.exp.form, ForForm):
+            known.add(s.exp.form.index)
+    j = e.params.index(p)
+    writes, reads = [], []
+    try:
+        _accesses(e.body, p, e.body.result[j], writes, reads)
+        facts = _Facts(b, body_defs, variant, known)
+        return bool(writes) and all(_before_writes(index, r, w, facts) for r in reads for w in writes)
+    except _Fail:
+        return False
+
+
+def _before_writes(index, read, write, facts) -> bool:
+    (rspec, ridx), (wspec, widx) = read, write
+    for axis in range(min(len(rspec), len(wspec))):
+        r, w = _axis_operand(rspec, ridx, axis), _axis_operand(wspec, widx, axis)
+        if r is None or w is None:
+            continue
+        fr, fw = facts.lin(r), facts.lin(w)
+        if fr.get(index) != 1 or fw.get(index) != 1 or not (facts.nonneg(r) and facts.nonneg(w)):
+            continue   # (a negative index wraps round to the end: a[i - 1] at i = 0 is a[n - 1])
+        gap = _plus(fw, _scale(fr, -1))
+        if gap.get(1, 0) >= 1 and all(k == 1 or (c > 0 and facts.nonneg(k)) for k, c in gap.items()):
+            return True
+    return False
 
 
 def _accesses(body, p, result, writes, reads) -> None:
