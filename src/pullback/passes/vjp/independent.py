@@ -44,16 +44,7 @@ def lazy_tape(ctx, b, st):
     e = st.exp
     if not isinstance(e, Loop) or not isinstance(e.form, ForForm):
         return None
-    known = set(getattr(ctx, "nonneg", ())) | {e.form.index}
-    body_defs, variant = {}, set()   # definitions in the body; every var bound in it
-    for s in iter_lets(e.body):
-        for v in s.pat:
-            body_defs[v] = s
-        variant.update(s.pat)
-        for binders, _ in exp_scopes(s.exp):
-            variant.update(binders)
-        if isinstance(s.exp, Loop) and isinstance(s.exp.form, ForForm):
-            known.add(s.exp.form.index)
+    facts = _loop_facts(ctx, b, e)
     try:
         found = []
         for j, p in enumerate(e.params):
@@ -64,7 +55,6 @@ def lazy_tape(ctx, b, st):
             writes, reads = [], []
             _accesses(e.body, p, e.body.result[j], writes, reads)
             found.append((writes, reads))
-        facts = _Facts(b, body_defs, variant, known)
         for writes, reads in found:
             _check(e.form.index, writes, reads, facts)
     except _Fail:
@@ -85,21 +75,11 @@ def final_state(ctx, b, st, p) -> bool:
     if not isinstance(e, Loop) or not isinstance(e.form, ForForm) or p not in e.params:
         return False
     index = e.form.index
-    known = set(getattr(ctx, "nonneg", ())) | {index}
-    body_defs, variant = {}, set()
-    for s in iter_lets(e.body):
-        for v in s.pat:
-            body_defs[v] = s
-        variant.update(s.pat)
-        for binders, _ in exp_scopes(s.exp):
-            variant.update(binders)
-        if isinstance(s.exp, Loop) and isinstance(s.exp.form, ForForm):
-            known.add(s.exp.form.index)
     j = e.params.index(p)
     writes, reads = [], []
     try:
         _accesses(e.body, p, e.body.result[j], writes, reads)
-        facts = _Facts(b, body_defs, variant, known)
+        facts = _loop_facts(ctx, b, e)
         return bool(writes) and all(_before_writes(index, r, w, facts) for r in reads for w in writes)
     except _Fail:
         return False
@@ -150,6 +130,22 @@ def _accesses(body, p, result, writes, reads) -> None:
             raise _Fail
     if result not in chain or sum(1 for r in body.result if r in chain) != 1:
         raise _Fail
+
+
+def _loop_facts(ctx, b, e: Loop) -> _Facts:
+    """The facts for loop `e` built in `b`: its index and inner loops' indices are
+    non-negative, as are `ctx.nonneg`; every var bound in its body varies."""
+    known = set(getattr(ctx, "nonneg", ())) | {e.form.index}
+    body_defs, variant = {}, set()   # definitions in the body; every var bound in it
+    for s in iter_lets(e.body):
+        for v in s.pat:
+            body_defs[v] = s
+        variant.update(s.pat)
+        for binders, _ in exp_scopes(s.exp):
+            variant.update(binders)
+        if isinstance(s.exp, Loop) and isinstance(s.exp.form, ForForm):
+            known.add(s.exp.form.index)
+    return _Facts(b, body_defs, variant, known)
 
 
 class _Facts:
