@@ -1,6 +1,7 @@
-"""Strip-mined fused sums (note [vecmath]): a fused full sum over a row of at
-least 2 * _STRIP elements that computes a vecmath function runs in blocks
-through a buffer, and gives the same bits as the lanes form."""
+"""Strip-mined fused sums (notes [vecmath], [strip-sums]): a fused full sum over a
+row of at least 2 * _STRIP elements that computes a vecmath function, or only
+inline float arithmetic, runs in blocks through a buffer, and gives the same
+bits as the lanes form. A libm call keeps the lanes form."""
 import numpy as np
 import pytest
 
@@ -20,7 +21,22 @@ def rows(X):
     return np.sum(np.tanh(X) * X)
 
 
-@pytest.mark.parametrize("f, shape", [(lse, (1000 + 3,)), (pb.grad(lse), (1000 + 3,)), (rows, (3, 700))])
+def plain(x):
+    return np.sum(x * x - 3.0 * x)
+
+
+def moments(x):                       # llsq-like: a full sum per step, added into out[j]
+    out = np.zeros(6)
+    p = np.ones_like(x)
+    for j in range(6):
+        q = p * x
+        out[j] = np.sum(p * (x + 1.0))
+        p = q
+    return out
+
+
+@pytest.mark.parametrize("f, shape", [(lse, (1000 + 3,)), (pb.grad(lse), (1000 + 3,)), (rows, (3, 700)),
+                                      (plain, (1000 + 3,)), (moments, (1000 + 3,))])
 def test_strip_mined_sum_is_bitwise_the_lanes_form(monkeypatch, f, shape):
     x = np.random.default_rng(0).standard_normal(shape)
     prog = pb.jit(f).staged(x).prog
@@ -30,3 +46,24 @@ def test_strip_mined_sum_is_bitwise_the_lanes_form(monkeypatch, f, shape):
     lanes = nb.compile_prog(prog, parallel=False)
     assert "_buf[" not in lanes.source
     np.testing.assert_array_equal(strip(x)[0], lanes(x)[0])
+
+
+def with_libm(x):
+    return np.sum(np.sin(x) * x)
+
+
+def test_libm_sum_keeps_the_lanes_form():
+    x = np.random.default_rng(0).standard_normal(1003)
+    fn = nb.compile_prog(pb.jit(with_libm).staged(x).prog, parallel=False)
+    assert "_buf[" not in fn.source and "_lanes" in fn.source, fn.source
+    np.testing.assert_allclose(fn(x)[0], with_libm(x), rtol=1e-13)
+
+
+def test_stored_full_sum_uses_lanes():
+    """A 1-d group's sum stored right after its loop (`out[j] = sum(...)`) is a full
+    sum: it keeps its partial sums instead of one local (a chain of dependent
+    additions), and agrees with NumPy."""
+    x = np.random.default_rng(2).standard_normal(100)
+    fn = nb.compile_prog(pb.jit(moments).staged(x).prog, parallel=False)
+    assert "_acc = " not in fn.source and "[:] = 0" in fn.source, fn.source
+    np.testing.assert_allclose(fn(x)[0], moments(x), rtol=1e-13)

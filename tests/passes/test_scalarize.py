@@ -7,7 +7,7 @@ import pytest
 
 import pullback as pb
 from pullback.backends import interp
-from pullback.ir.core import Loop
+from pullback.ir.core import Apply, Loop, Prim
 from pullback.ir.traverse import iter_lets
 from pullback.passes.scalarize import scalarize
 
@@ -40,8 +40,27 @@ def reversed_(x):                # slices with open ends and negative steps (x[:
     return np.sum(x[::-1] * x) + x[:-4:-1][0] * x[::2][1]
 
 
+def det(A):                      # Laplace expansion: 3 x 3 minors, and empty slices at j = 0
+    n = A.shape[0]
+    if n == 2:
+        return A[0, 0] * A[1, 1] - A[0, 1] * A[1, 0]
+    total = 0.0
+    for j in range(n):
+        rest = A[1:, :]
+        minor = np.concatenate([rest[:, :j], rest[:, j + 1:]], axis=1)
+        total = total + (-1.0) ** j * A[0, j] * det(minor)
+    return total
+
+
+def rotate(w, x):                # a 3 x 3 matrix built and used elementwise
+    c, s = np.cos(w), np.sin(w)
+    R = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    return np.sum((R * R.T) @ x)
+
+
 CASES = [(euler, (0.3,)), (shapes, (np.arange(4.0) - 1.5, 0.7)), (called, (np.array([3.0, -4.0, 1.0, 2.0]),)),
-         (reversed_, (np.array([0.3, 1.7, 2.5]),))]
+         (reversed_, (np.array([0.3, 1.7, 2.5]),)),
+         (det, (np.arange(16.0).reshape(4, 4) % 7 - 2.5,)), (rotate, (0.4, np.array([1.0, -2.0, 0.5])))]
 
 
 def loops_carry_arrays(prog):
@@ -84,3 +103,30 @@ def test_negative_zero_kept():
 def neg_zero(x):
     v = np.array([-0.0, x])
     return np.sum(v[:1]) * 1.0
+
+
+@pytest.mark.parametrize("shape, small", [((4,), True), ((5,), False), ((8,), False), ((3, 3), True),
+                                          ((2, 5), False), ((1, 9), True), ((2, 0), True), ((0,), True),
+                                          ((3, 4), False), ((), False)])
+def test_which_arrays_are_small(shape, small):
+    """Vectors up to 4 elements, matrices up to 9, and empty arrays (note [scalarize])."""
+    from pullback.ir.types import TensorType
+    from pullback.passes.scalarize import small_type
+
+    assert small_type(TensorType("f64", shape)) == small
+
+
+def test_det_minors_allocate_nothing():
+    """det's 3 x 3 minors and their adjoints (empty slices included) are scalar
+    code: the numba gradient of a 4 x 4 determinant makes no 3 x 3 array."""
+    from pullback.backends import numba_backend as nb
+
+    A = np.arange(16.0).reshape(4, 4) % 7 - 2.5
+    prog = nb.lower(pb.jit(pb.grad(det), backend="numba").staged(A).prog)
+    called = {st.exp.func for f in prog.funcs for st in iter_lets(f.body) if isinstance(st.exp, Apply)}
+    live = [f for f in prog.funcs if f.name == prog.entry or f.name in called]
+    assert all(f.params[0].type.shape != (3, 3) for f in live if f.params)   # the 3 x 3 level is inlined
+    for f in live:
+        for st in iter_lets(f.body):
+            assert not (isinstance(st.exp, Prim) and st.exp.op in ("full", "concatenate")
+                        and st.pat[0].type.shape == (3, 3)), st

@@ -441,10 +441,13 @@ def lower(prog: Prog, setting=None, metered: bool = False) -> Prog:
     from ..passes.inline import inline_scalar_calls, inline_small
     from ..passes.layout import transpose_layout
     from ..passes.scalarize import scalarize
+    from ..passes.sink_rows import sink_rows
     from ..passes.strong_mul import strong_mul
+    from ..passes.sum_matmul import sum_matmul
 
     prog = accumulate(scalarize(forward_index(inline_scalar_calls(inline_small(prog)))))  # [forward-index], [scalarize], [accumulate]
-    prog = transpose_layout(dead_clears(prog))  # notes [dead-clears], [transposed-layout]
+    prog = transpose_layout(dead_clears(sum_matmul(prog)))  # notes [sum-matmul], [dead-clears], [transposed-layout]
+    prog = sink_rows(prog)  # note [sink-rows]
     prog = _vectorize(prog, setting, metered)
     return strong_mul(prog)  # note [strong-mul]
 

@@ -44,17 +44,17 @@ from ..errors import PullbackError
 from ..ir.core import Const, Prim
 from ..ir.prims.indexing import region_shape
 from ..ir.types import StoreType, TensorType
-from . import checks, numba_parallel, numba_scratch
+from . import checks, numba_fill, numba_parallel, numba_scratch
 from . import numba_fusion as fusion
 from . import pysource as ps
 from .libcalls import LIBCALLS
 from .libcalls.vecmath import OPS as _VM_OPS
+from .numba_stores import StoreHelpers
 
 _DECO = '@njit(cache=True, error_model="numpy")'
 # store operations run once per saved value: inlined into the caller at numba IR level
 # (a call per push cost about 10 ns of reference counting; inlining also compiles faster)
 _DECO_INLINE = '@njit(cache=True, error_model="numpy", inline="always")'
-_NBT = {"f64": "float64", "f32": "float32", "i64": "int64", "bool": "boolean"}
 _ND = ps._NP_DTYPE
 # constant arrays with more elements than this are passed as hidden parameters, not
 # written into the module: numba will not cache functions that use global arrays over
@@ -99,7 +99,7 @@ def _scalar_cast(dtype: str, text: str) -> str:
     return f"bool({text})" if dtype == "bool" else f"{_ND[dtype]}({text})"
 
 
-class NumbaDialect:
+class NumbaDialect(StoreHelpers):
     """Hooks for `pysource.emit_prog(..., dialect=...)`: print a numba-compatible module."""
 
     @staticmethod
@@ -128,6 +128,8 @@ class NumbaDialect:
         self.parallel = False if metered else parallel
         self.par = numba_parallel.Plan()      # the maps that run with prange (set by `prepare`)
         self.repeated: set = set()            # bodies run more than once per call (`prepare`)
+        self.unset: set = set()               # `full`s whose fill nobody sees (`prepare`)
+        self.blas_operands = False            # a matmul printed `_pb_blas` (note [blas-operands])
 
     # -- hooks called by pysource -------------------------------------------------
     def prepare(self, prog) -> list[str]:
@@ -156,6 +158,7 @@ class NumbaDialect:
         self.recursive = cycles if self.stackcheck else set()
         self.par = numba_parallel.plan(prog, self.parallel, cycles)
         self.repeated = numba_scratch.repeated_bodies(prog, self.par.maps)   # note [short-loops]
+        self.unset = numba_fill.unobserved_fills(prog)   # note [unobserved-fills]
         return (list(self.big.values()) + ([STACK_PARAM] if self.recursive else [])
                 + ([METER_PARAM] if self.metered else []))
 
@@ -168,6 +171,8 @@ class NumbaDialect:
         out = ["from numba import njit", "from numba import types as _nbt", "from numba.typed import List"]
         if self.recursive:
             out.append("from pullback.backends.numba_stack import _pb_sp")
+        if self.blas_operands:
+            out.append("from pullback.backends.numba_operands import _pb_blas")
         if self.par:
             out.append("from numba import prange")
         out.append("")
@@ -306,93 +311,6 @@ class NumbaDialect:
     def helper(self, name: str, src: str) -> str:
         self.helpers.setdefault(name, src)
         return name
-
-    def store_type(self, elem) -> int:
-        """Index k of the store kind for elements `elem`; its helpers `_st_new{k}`,
-        `_st_push{k}`, `_st_pop{k}`, `_st_zeros{k}` and value type `_SV{k}` are
-        written on first use (note [numba-stores])."""
-        if elem in self.store_types:
-            return self.store_types[elem]
-        if isinstance(elem, StoreType):
-            j = self.store_type(elem.elem)
-            k = len(self.store_types)
-            self.store_types[elem] = k
-            self._list_store(k, j)
-        elif isinstance(elem, TensorType):
-            k = len(self.store_types)
-            self.store_types[elem] = k
-            if self.push_copies(elem):
-                self._buffer_store(k, elem)
-            else:
-                self._list_store(k, None, elem)
-        else:
-            raise PullbackError(f"numba backend: cannot store values of type {elem}")
-        return k
-
-    def _buffer_store(self, k: int, elem: TensorType) -> None:
-        """A store of fixed-shape values: `(buf, n)`, the values in `buf[:n]`,
-        `buf` doubling when full."""
-        nb, dt, shape = _NBT[elem.dtype], _ND[elem.dtype], tuple(int(d) for d in elem.shape)
-        nd = len(shape)
-        size = 1
-        for d in shape:
-            size *= d
-        dims = "".join(f", {d}" for d in shape)
-        loops, ix = [], ""
-        for a, d in enumerate(shape):
-            loops.append("    " * (a + 1) + f"for a{a} in range({d}):")
-            ix += f", a{a}"
-        body = "    " * (nd + 1)
-        if nd:
-            write = "\n".join(loops) + f"\n{body}buf[n{ix}] = v[{ix[2:]}]"
-            # a view of the slot: stores are used linearly (LIFO), so the slot is only
-            # written again by a later push, and nothing pushes to a store while a value
-            # popped from it is live; popped values are never owned (never updated in place)
-            read = "buf[n - 1]"
-        else:
-            write, read = "    buf[n] = v", "buf[n - 1]"
-        self.helper(f"_SV{k}", f'_SV{k} = _nbt.Tuple((_nbt.Array(_nbt.{nb}, {nd + 1}, "C"), _nbt.int64))'
-                               f"  # store of {elem}")
-        cap = max(4, min(1024, 8192 // max(size, 1)))  # about 64 KB to start with
-        self.helper(f"_st_new{k}", f"{self.deco_inline}\ndef _st_new{k}():\n    return (np.empty(({cap}{dims}), dtype={dt}), 0)")
-        self.helper(f"_st_newn{k}", f"{self.deco_inline}\ndef _st_newn{k}(cap):\n"
-                                    f"    return (np.empty((cap{dims}), dtype={dt}), 0)")
-        self.helper(f"_st_push{k}", (
-            f"{self.deco_inline}\ndef _st_push{k}(s, v):\n"
-            f"    buf, n = s\n"
-            f"    if n == buf.shape[0]:\n"
-            f"        new = np.empty((2 * n + 4{dims}), dtype={dt})\n"
-            f"        flat, old = new.reshape(-1), buf.reshape(-1)\n"
-            f"        for q in range(n * {size}):\n"
-            f"            flat[q] = old[q]\n"
-            f"        buf = new\n"
-            f"{write}\n"
-            f"    return (buf, n + 1)"))
-        self.helper(f"_st_pop{k}", f"{self.deco_inline}\ndef _st_pop{k}(s):\n    buf, n = s\n    return (buf, n - 1), {read}")
-        self.helper(f"_st_zeros{k}", (
-            f"{self.deco_inline}\ndef _st_zeros{k}(s):\n"
-            f"    return (np.zeros((max(s[1], 1){dims}), dtype={dt}), s[1])"))
-
-    def _list_store(self, k: int, j: int | None, elem=None) -> None:
-        """A typed list: of stores of kind `j` (derivative code differentiated
-        again), or of references to large arrays `elem` (pushed without a copy)."""
-        if j is None:
-            # C-contiguous elements: the return sweep indexes them without strides (a
-            # pushed view is copied by `_st_push`; a C array is pushed as it is)
-            ty = f'_nbt.Array(_nbt.{_NBT[elem.dtype]}, {len(elem.shape)}, "C")'
-            self.helper(f"_SE{k}", f"_SE{k} = {ty}  # store elements: {elem}")
-            ety, zero = f"_SE{k}", "np.zeros_like(v)"
-            self.helper(f"_SV{k}", f"_SV{k} = _nbt.ListType(_SE{k})  # store of {elem}")
-        else:
-            ety, zero = f"_SV{j}", f"_st_zeros{j}(v)"
-            self.helper(f"_SV{k}", f"_SV{k} = _nbt.ListType(_SV{j})  # store of stores")
-        self.helper(f"_st_new{k}", f"{self.deco}\ndef _st_new{k}():\n    return List.empty_list({ety})")
-        push = "np.ascontiguousarray(v)" if j is None else "v"
-        self.helper(f"_st_push{k}", f"{self.deco}\ndef _st_push{k}(s, v):\n    s.append({push})\n    return s")
-        self.helper(f"_st_pop{k}", f"{self.deco}\ndef _st_pop{k}(s):\n    v = s.pop()\n    return s, v")
-        self.helper(f"_st_zeros{k}", (
-            f"{self.deco}\ndef _st_zeros{k}(s):\n    out = List.empty_list({ety})\n"
-            f"    for v in s:\n        out.append({zero})\n    return out"))
 
     def index_array_check(self) -> str:
         """The helper that checks every index of an array against an axis size n
@@ -572,6 +490,8 @@ class NumbaDialect:
             (v,) = args
             if not p["shape"]:
                 return _scalar_cast(out_t.dtype, A(v))
+            if pat[0] in self.unset:
+                return f"np.empty({_shape_tuple(p['shape'])}, dtype={_ND[out_t.dtype]})"
             return f"np.full({_shape_tuple(p['shape'])}, {_scalar_cast(out_t.dtype, A(v))})"
         if op in ps._REDUCE:
             (x,) = args

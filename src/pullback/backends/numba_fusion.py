@@ -238,6 +238,8 @@ def _store(g: Group, st: Let, touched: set, used_after: set) -> bool:
     s = next((f for f in g.fused if f.pat[0] is v), None)
     if s is None or (s.exp.op == "sum" and tuple(int(a) for a in s.exp.p["axes"]) != (len(g.shape) - 1,)):
         return False
+    if s.exp.op == "sum" and len(g.shape) < 2:
+        return False   # a 1-d group's row sum is a full sum: its lanes beat one local (note [strip-sums])
     if s.exp.op != "sum" and tuple(v.type.shape) != tuple(g.shape):
         return False
     fused = {f.pat[0] for f in g.fused}
@@ -465,12 +467,22 @@ def _scratch_outputs(fe, dialect, g, gate) -> set:
     return numba_scratch.local_values(g.rest, g.result, cands, dialect.push_copies, fe.own) if cands else set()
 
 
+# float operations LLVM vectorises inline (no call, no check that raises)
+_VECTOR_OPS = frozenset({"neg", "abs", "sqrt", "add", "sub", "mul", "div", "smul", "lt", "le", "gt", "ge",
+                         "eq", "ne", "and", "or", "xor", "not", "isnan", "where", "cast", "broadcast_to",
+                         "maximum", "minimum", "sum"})
+
+
 def _strip_worth(g) -> bool:
-    """Strip-mine a group's full sums when it computes a function that vectorises
-    only without the lanes' computed-index store (note [vecmath])."""
+    """Strip-mine a group's full sums when its loop vectorises only without the
+    lanes' computed-index store: it computes vecmath's functions (note [vecmath]),
+    or only inline float arithmetic (note [strip-sums]). A libm call does not
+    vectorise either way, and there the blocks cost a little."""
     from .libcalls import vecmath
 
-    return vecmath.enabled() and any(st.exp.op in vecmath.OPS for st in g.fused)
+    if vecmath.enabled() and any(st.exp.op in vecmath.OPS for st in g.fused):
+        return True
+    return all(st.exp.op in _VECTOR_OPS and st.pat[0].type.dtype in ("f64", "f32", "bool") for st in g.fused)
 
 
 def _in_locals(sums, lanes, ndim) -> list:

@@ -107,19 +107,19 @@ def _call_sites(prog: Prog, in_loops: bool = False) -> dict:
     return sites
 
 
-def inline_scalar_calls(prog: Prog, small: int = 4, max_stmts: int = 400, max_copies: int = 800) -> Prog:
+def inline_scalar_calls(prog: Prog, max_stmts: int = 400, max_copies: int = 800) -> Prog:
     """Also inline a function whose parameters and results are scalars or small
-    static arrays (at most `small` elements, at least one of them an array),
+    static arrays (`scalarize.small_type`, at least one of them an array),
     with at most `max_stmts` statements, whose copies (statements times call
     sites in the program) come to at most `max_copies` statements: after
     `passes.scalarize` its body is scalar code in the caller, where the call
     would pack and allocate its array arguments and results on every call (note
     [scalarize]; det's 2 x 2 leaf vjp, three call sites of ~40 statements)."""
     from ..ir.types import TensorType
+    from .scalarize import small_type
 
     def tiny(t):
-        return isinstance(t, TensorType) and all(isinstance(d, int) for d in t.shape) and \
-            (not t.shape or 1 <= int(np.prod(t.shape)) <= small)
+        return isinstance(t, TensorType) and (not t.shape or (small_type(t) and int(np.prod(t.shape)) >= 1))
 
     graph = call_graph(prog)
     sites = _call_sites(prog)

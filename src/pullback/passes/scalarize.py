@@ -30,7 +30,8 @@ from ..ir.names import NameSupply
 from ..ir.traverse import all_names, map_exp, substitute_exp
 from ..ir.types import I64, TensorType
 
-SMALL = 4
+SMALL = 4          # elements of a small vector
+SMALL_MATRIX = 9   # ... of a small matrix or higher-rank array: 3 x 3 (note [scalarize])
 
 _ELEMENTWISE = frozenset({
     "add", "sub", "mul", "div", "neg", "exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh",
@@ -39,9 +40,16 @@ _ELEMENTWISE = frozenset({
 })
 
 
-def _small(t) -> bool:
-    return (isinstance(t, TensorType) and len(t.shape) >= 1 and all(isinstance(d, int) for d in t.shape)
-            and 1 <= int(np.prod(t.shape)) <= SMALL)
+def small_type(t) -> bool:
+    """A static array type this pass scalarises: at most `SMALL` elements (a
+    vector) or `SMALL_MATRIX` (rank 2 or more), or none at all (an empty slice,
+    det's `rest[:, :0]`, whose updates and concatenations are then no-ops)."""
+    if not (isinstance(t, TensorType) and len(t.shape) >= 1 and all(isinstance(d, int) for d in t.shape)):
+        return False
+    return int(np.prod(t.shape)) <= (SMALL if len(t.shape) == 1 else SMALL_MATRIX)
+
+
+_small = small_type
 
 
 def scalarize(prog: Prog) -> Prog:

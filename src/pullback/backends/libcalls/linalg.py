@@ -5,7 +5,9 @@ and `pinv` (LAPACK through numba's `np.linalg`).
 numba's `np.linalg` takes one contiguous 2-D matrix (and few keyword
 arguments), so:
 
-- a 2-D operand is passed through `np.ascontiguousarray` (transposes are views);
+- a 2-D operand is passed through `np.ascontiguousarray` (transposes are views),
+  except `matmul`'s, which go through `numba_operands._pb_blas` (C- and
+  F-contiguous operands as they are, note [blas-operands]);
 - a stack ``(..., m, n)`` goes through a generated helper that broadcasts the
   operands to the result's batch shape, flattens the batch and calls the 2-D
   function once per matrix (one helper per shape signature, so every shape in
@@ -38,6 +40,13 @@ def _tup(shape) -> str:
 
 def _c(text):
     return f"np.ascontiguousarray({text})"
+
+
+def _blas(dialect, text):
+    """A 2-D matmul operand: copied only when numba cannot pass it to BLAS as it is
+    (`backends.numba_operands`, note [blas-operands])."""
+    dialect.blas_operands = True
+    return f"_pb_blas({text})"
 
 
 def _helper(dialect, stem, body):
@@ -131,8 +140,8 @@ def _matmul_numba(dialect, fe, e, pat):
     out = pat[0].type
     want = out.dtype
     rx, ry = x.type.ndim, y.type.ndim
-    if rx <= 2 and ry <= 2:   # BLAS on contiguous operands (transposes are views)
-        text = f"{_c(fe.a(x))} @ {_c(fe.a(y))}"
+    if rx <= 2 and ry <= 2:   # BLAS on C or F operands (transposes are views): note [blas-operands]
+        text = f"{_blas(dialect, fe.a(x))} @ {_blas(dialect, fe.a(y))}"
         dts = {x.type.dtype, y.type.dtype}
         if want == "f32" or "bool" in dts or want not in dts:
             text = f"({text}).astype({_nd(want)})" if out.ndim else f"{_nd(want)}({text})"

@@ -24,6 +24,7 @@ from ...ir.types import TensorType
 from .. import checks
 from .ownership import _Ownership
 from .prims import _dtype_name, _np_dtype, _PrimEmitter
+from .ranges import Ranges
 from .tables import _BIN_FN, _ndim
 from .text import (
     _NP_DTYPE,
@@ -96,6 +97,7 @@ class _FuncEmitter(_PrimEmitter):
         self.line_locs: list = []  # per line: the SrcLoc of the statement being printed
         self.cur_loc = None
         self.index_bound: dict = {}  # loop index var -> its static range bound (checks)
+        self.ranges = Ranges(f)      # symbolic bounds of indices in loops (checks, note [index-ranges])
         self.checked: list[set] = []  # per open body: (index var, size) already checked in it
 
     # -- names ----------------------------------------------------------------
@@ -383,7 +385,11 @@ class _FuncEmitter(_PrimEmitter):
             self.line(depth, f"while {self.py[e.form.cond]}:")
         self._prefer_results(e.body, names, avoid_live=dict(zip(names, e.params)))
         binders = tuple(e.params) + ((e.form.index,) if isinstance(e.form, ForForm) else ())
+        if isinstance(e.form, ForForm):
+            self.ranges.enter(e.form.index, e.form.bound)
         self.body(e.body, depth + 1, binders, names)
+        if isinstance(e.form, ForForm):
+            self.ranges.leave()
         for v, n in zip(st.pat, names):
             self.py[v] = n
         # loop results are strong only if init and next values are

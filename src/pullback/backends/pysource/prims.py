@@ -57,11 +57,12 @@ class _PrimEmitter:
                 self.line(depth, f"{self.mod.dialect.index_array_check()}({self.a(idx)}, {n}, {k})")
 
     def check_index(self, st: Let, i, axis: int, n: int, depth: int) -> None:
-        """``-n <= i < n``, unless known: a constant, a loop index below n, or
+        """``-n <= i < n``, unless known: a constant, a loop index below n, an
+        index the enclosing loops bound (`ranges`, note [index-ranges]), or
         checked already in an enclosing body."""
         if isinstance(i, Const) and -n <= int(i.value) < n:
             return
-        if self.index_bound.get(i, n + 1) <= n or any((i, n) in c for c in self.checked):
+        if self.index_bound.get(i, n + 1) <= n or any((i, n) in c for c in self.checked) or self.ranges.within(i, n):
             return
         if self.checked:
             self.checked[-1].add((i, n))
@@ -77,7 +78,8 @@ class _PrimEmitter:
         if isinstance(i, Const) and 0 <= int(i.value) <= n - k:
             return
         key = (i, -n, k)  # not an index check's (i, n)
-        if self.index_bound.get(i, n + 2) <= n - k + 1 or any(key in c for c in self.checked):
+        if (self.index_bound.get(i, n + 2) <= n - k + 1 or any(key in c for c in self.checked)
+                or self.ranges.within(i, n - k + 1)):
             return
         if self.checked:
             self.checked[-1].add(key)

@@ -17,6 +17,11 @@ return sweep's re-executed iterations read the entry state. The caller
 (`body.fwd_body` with `lazy=True`) asks only where nothing after the loop in
 the re-executed body reads the loop's results, so no forward run is needed.
 
+`final_state(ctx, b, st, p)` says, for any `for` loop, whether every location of
+its in-place array `p` that iteration k reads is written by no iteration k' >= k
+("triangular" loops, Gaussian elimination): then the store-all reversal logs
+nothing for `p` and its return sweep reads the loop's result (`LoopTape.final`).
+
 Facts about indices come from the statements of the enclosing builders
 (`Builder.parent`) and `ctx.nonneg` (reverse-loop counters and restored
 indices, which are in [0, n)). Anything not understood answers None, which
@@ -39,16 +44,7 @@ def lazy_tape(ctx, b, st):
     e = st.exp
     if not isinstance(e, Loop) or not isinstance(e.form, ForForm):
         return None
-    known = set(getattr(ctx, "nonneg", ())) | {e.form.index}
-    body_defs, variant = {}, set()   # definitions in the body; every var bound in it
-    for s in iter_lets(e.body):
-        for v in s.pat:
-            body_defs[v] = s
-        variant.update(s.pat)
-        for binders, _ in exp_scopes(s.exp):
-            variant.update(binders)
-        if isinstance(s.exp, Loop) and isinstance(s.exp.form, ForForm):
-            known.add(s.exp.form.index)
+    facts = _loop_facts(ctx, b, e)
     try:
         found = []
         for j, p in enumerate(e.params):
@@ -59,12 +55,49 @@ def lazy_tape(ctx, b, st):
             writes, reads = [], []
             _accesses(e.body, p, e.body.result[j], writes, reads)
             found.append((writes, reads))
-        facts = _Facts(b, body_defs, variant, known)
         for writes, reads in found:
             _check(e.form.index, writes, reads, facts)
     except _Fail:
         return None
     return LoopTape(count=e.form.bound, entry={p: e.init[j] for j, p in enumerate(e.params)})
+
+
+def final_state(ctx, b, st, p) -> bool:
+    """Whether every location of in-place array `p` that iteration k of `for` loop
+    `st` reads is written by no iteration k' >= k: then what iteration k read is
+    what the loop leaves, and its return sweep may read the loop's result instead
+    of undoing each iteration's writes (note [independent-loops], "triangular
+    loops"). Proved per (read, write) pair on one axis where both index with
+    coefficient 1 on k, both provably non-negative (no wrap-round): the write's
+    index minus the read's (k' >= k read as k) is a constant >= 1 plus
+    non-negative terms."""
+    e = st.exp
+    if not isinstance(e, Loop) or not isinstance(e.form, ForForm) or p not in e.params:
+        return False
+    index = e.form.index
+    j = e.params.index(p)
+    writes, reads = [], []
+    try:
+        _accesses(e.body, p, e.body.result[j], writes, reads)
+        facts = _loop_facts(ctx, b, e)
+        return bool(writes) and all(_before_writes(index, r, w, facts) for r in reads for w in writes)
+    except _Fail:
+        return False
+
+
+def _before_writes(index, read, write, facts) -> bool:
+    (rspec, ridx), (wspec, widx) = read, write
+    for axis in range(min(len(rspec), len(wspec))):
+        r, w = _axis_operand(rspec, ridx, axis), _axis_operand(wspec, widx, axis)
+        if r is None or w is None:
+            continue
+        fr, fw = facts.lin(r), facts.lin(w)
+        if fr.get(index) != 1 or fw.get(index) != 1 or not (facts.nonneg(r) and facts.nonneg(w)):
+            continue   # (a negative index wraps round to the end: a[i - 1] at i = 0 is a[n - 1])
+        gap = _plus(fw, _scale(fr, -1))
+        if gap.get(1, 0) >= 1 and all(k == 1 or (c > 0 and facts.nonneg(k)) for k, c in gap.items()):
+            return True
+    return False
 
 
 def _accesses(body, p, result, writes, reads) -> None:
@@ -97,6 +130,22 @@ def _accesses(body, p, result, writes, reads) -> None:
             raise _Fail
     if result not in chain or sum(1 for r in body.result if r in chain) != 1:
         raise _Fail
+
+
+def _loop_facts(ctx, b, e: Loop) -> _Facts:
+    """The facts for loop `e` built in `b`: its index and inner loops' indices are
+    non-negative, as are `ctx.nonneg`; every var bound in its body varies."""
+    known = set(getattr(ctx, "nonneg", ())) | {e.form.index}
+    body_defs, variant = {}, set()   # definitions in the body; every var bound in it
+    for s in iter_lets(e.body):
+        for v in s.pat:
+            body_defs[v] = s
+        variant.update(s.pat)
+        for binders, _ in exp_scopes(s.exp):
+            variant.update(binders)
+        if isinstance(s.exp, Loop) and isinstance(s.exp.form, ForForm):
+            known.add(s.exp.form.index)
+    return _Facts(b, body_defs, variant, known)
 
 
 class _Facts:

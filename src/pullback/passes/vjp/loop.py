@@ -34,7 +34,7 @@ from ...ir.traverse import dce, free_vars, rename_body
 from ...ir.types import I64, StoreType, TensorType
 from .._common import differentiable
 from ..activity import mark_body
-from . import loop_forward
+from . import independent, loop_forward
 from .adjoints import Adjoints
 from .body import fwd_body, recomputed, rev_body
 from . import saved
@@ -64,6 +64,8 @@ class LoopTape:
                                                   # index, final store of its rows)] (saved.py)
     loaded: dict = field(default_factory=dict)    # body statement index -> rows an enclosing loop
                                                   # saved, row = iteration (saved.py)
+    final: dict = field(default_factory=dict)     # param -> the loop's result for it, which every
+                                                  # re-executed iteration reads (`independent.final_state`)
 
 
 @dataclass
@@ -253,8 +255,9 @@ def fwd_store(ctx, b, st) -> LoopTape:
         store_undo[p] = entries
     index = e.form.index if isinstance(e.form, ForForm) else None
     outside = free_vars(e)
+    final = [p for p in chains if p not in schains and independent.final_state(ctx, b, st, p)]
     for p, ch in chains.items():
-        if p in schains:
+        if p in schains or p in final:
             continue
         entries = []
         for w in ch:
@@ -342,6 +345,7 @@ def fwd_store(ctx, b, st) -> LoopTape:
     for p, prm in pushes:
         tape.saved[p] = final_of[prm]
         tape.save_param[p] = prm
+    tape.final = {p: st.pat[e.params.index(p)] for p in final}
     for p, entries in undo_prms.items():
         tape.undo[p] = [UndoEntry(w.spec, final_of[oprm],
                                   [final_of.get(i, i) if isinstance(i, Var) else i for i in idx])
@@ -450,6 +454,7 @@ def rev_store(ctx, b, st, adj, tape: LoopTape) -> None:
         cur[s], v = rb.emit_multi("store_pop", cur[s], name=p.name)
         restored[p] = v
     restored.update(tape.entry)   # independent iterations: each sees the values before the loop
+    restored.update(tape.final)   # triangular ones: each reads only what the loop leaves
     for p, entries in tape.undo.items():
         a = cur_arr[p]
         for en in reversed(entries):
@@ -497,8 +502,8 @@ def rev_store(ctx, b, st, adj, tape: LoopTape) -> None:
     res = new_pa + new_fa + [cur[s] for s in stores] + [carried[p] for p in tape.undo] + \
         [store_back[p] for p in tape.stores]
     rbody = rb.body(res)
-    if isinstance(e.form, ForForm) and tape.site and not (tape.undo or tape.stores or tape.values or tape.nested
-                                                                          or tape.loaded) and \
+    if isinstance(e.form, ForForm) and tape.site and not (tape.undo or tape.stores or tape.values or tape.final
+                                                          or tape.nested or tape.loaded) and \
             loop_forward.order_free(rbody, [pa[i] for i in act], new_pa, [fa[v] for v in fvs], new_fa):
         return loop_forward.rev(ctx, b, st, adj, tape)   # note [forward-return-sweep]
     # to-be-recorded analysis (Tapenade): a value the return sweep never reads is not saved

@@ -1,0 +1,107 @@
+"""The numba dialect's stores (tapes): the helpers each store kind prints.
+
+Contract (note [numba-stores] in docs/design.md): `StoreHelpers.store_type(elem)`
+gives the index k of the store kind for elements of type `elem` and writes, on
+first use, through the dialect's `helper`, the value type `_SV{k}` and the
+helpers `_st_new{k}`, `_st_push{k}`, `_st_pop{k}` and `_st_zeros{k}`. Small
+fixed-shape values are copied into a growing buffer (`push_copies`); large
+arrays and stores of stores go into typed lists. A mixin of `NumbaDialect`,
+which provides `helper`, `store_types`, `push_copies`, `deco` and `deco_inline`.
+"""
+from __future__ import annotations
+
+from ..errors import PullbackError
+from ..ir.types import StoreType, TensorType
+from . import pysource as ps
+
+_NBT = {"f64": "float64", "f32": "float32", "i64": "int64", "bool": "boolean"}
+_ND = ps._NP_DTYPE
+
+
+class StoreHelpers:
+    def store_type(self, elem) -> int:
+        """Index k of the store kind for elements `elem`; its helpers `_st_new{k}`,
+        `_st_push{k}`, `_st_pop{k}`, `_st_zeros{k}` and value type `_SV{k}` are
+        written on first use (note [numba-stores])."""
+        if elem in self.store_types:
+            return self.store_types[elem]
+        if isinstance(elem, StoreType):
+            j = self.store_type(elem.elem)
+            k = len(self.store_types)
+            self.store_types[elem] = k
+            self._list_store(k, j)
+        elif isinstance(elem, TensorType):
+            k = len(self.store_types)
+            self.store_types[elem] = k
+            if self.push_copies(elem):
+                self._buffer_store(k, elem)
+            else:
+                self._list_store(k, None, elem)
+        else:
+            raise PullbackError(f"numba backend: cannot store values of type {elem}")
+        return k
+
+    def _buffer_store(self, k: int, elem: TensorType) -> None:
+        """A store of fixed-shape values: `(buf, n)`, the values in `buf[:n]`,
+        `buf` doubling when full."""
+        nb, dt, shape = _NBT[elem.dtype], _ND[elem.dtype], tuple(int(d) for d in elem.shape)
+        nd = len(shape)
+        size = 1
+        for d in shape:
+            size *= d
+        dims = "".join(f", {d}" for d in shape)
+        loops, ix = [], ""
+        for a, d in enumerate(shape):
+            loops.append("    " * (a + 1) + f"for a{a} in range({d}):")
+            ix += f", a{a}"
+        body = "    " * (nd + 1)
+        if nd:
+            write = "\n".join(loops) + f"\n{body}buf[n{ix}] = v[{ix[2:]}]"
+            # a view of the slot: stores are used linearly (LIFO), so the slot is only
+            # written again by a later push, and nothing pushes to a store while a value
+            # popped from it is live; popped values are never owned (never updated in place)
+            read = "buf[n - 1]"
+        else:
+            write, read = "    buf[n] = v", "buf[n - 1]"
+        self.helper(f"_SV{k}", f'_SV{k} = _nbt.Tuple((_nbt.Array(_nbt.{nb}, {nd + 1}, "C"), _nbt.int64))'
+                               f"  # store of {elem}")
+        cap = max(4, min(1024, 8192 // max(size, 1)))  # about 64 KB to start with
+        self.helper(f"_st_new{k}", f"{self.deco_inline}\ndef _st_new{k}():\n    return (np.empty(({cap}{dims}), dtype={dt}), 0)")
+        self.helper(f"_st_newn{k}", f"{self.deco_inline}\ndef _st_newn{k}(cap):\n"
+                                    f"    return (np.empty((cap{dims}), dtype={dt}), 0)")
+        self.helper(f"_st_push{k}", (
+            f"{self.deco_inline}\ndef _st_push{k}(s, v):\n"
+            f"    buf, n = s\n"
+            f"    if n == buf.shape[0]:\n"
+            f"        new = np.empty((2 * n + 4{dims}), dtype={dt})\n"
+            f"        flat, old = new.reshape(-1), buf.reshape(-1)\n"
+            f"        for q in range(n * {size}):\n"
+            f"            flat[q] = old[q]\n"
+            f"        buf = new\n"
+            f"{write}\n"
+            f"    return (buf, n + 1)"))
+        self.helper(f"_st_pop{k}", f"{self.deco_inline}\ndef _st_pop{k}(s):\n    buf, n = s\n    return (buf, n - 1), {read}")
+        self.helper(f"_st_zeros{k}", (
+            f"{self.deco_inline}\ndef _st_zeros{k}(s):\n"
+            f"    return (np.zeros((max(s[1], 1){dims}), dtype={dt}), s[1])"))
+
+    def _list_store(self, k: int, j: int | None, elem=None) -> None:
+        """A typed list: of stores of kind `j` (derivative code differentiated
+        again), or of references to large arrays `elem` (pushed without a copy)."""
+        if j is None:
+            # C-contiguous elements: the return sweep indexes them without strides (a
+            # pushed view is copied by `_st_push`; a C array is pushed as it is)
+            ty = f'_nbt.Array(_nbt.{_NBT[elem.dtype]}, {len(elem.shape)}, "C")'
+            self.helper(f"_SE{k}", f"_SE{k} = {ty}  # store elements: {elem}")
+            ety, zero = f"_SE{k}", "np.zeros_like(v)"
+            self.helper(f"_SV{k}", f"_SV{k} = _nbt.ListType(_SE{k})  # store of {elem}")
+        else:
+            ety, zero = f"_SV{j}", f"_st_zeros{j}(v)"
+            self.helper(f"_SV{k}", f"_SV{k} = _nbt.ListType(_SV{j})  # store of stores")
+        self.helper(f"_st_new{k}", f"{self.deco}\ndef _st_new{k}():\n    return List.empty_list({ety})")
+        push = "np.ascontiguousarray(v)" if j is None else "v"
+        self.helper(f"_st_push{k}", f"{self.deco}\ndef _st_push{k}(s, v):\n    s.append({push})\n    return s")
+        self.helper(f"_st_pop{k}", f"{self.deco}\ndef _st_pop{k}(s):\n    v = s.pop()\n    return s, v")
+        self.helper(f"_st_zeros{k}", (
+            f"{self.deco}\ndef _st_zeros{k}(s):\n    out = List.empty_list({ety})\n"
+            f"    for v in s:\n        out.append({zero})\n    return out"))
