@@ -92,7 +92,7 @@ def test_the_inner_loops_transcendentals_are_evaluated_once(n):
     assert g.work <= 8 * p.work, (p.work, g.work)
 
 
-@pytest.mark.parametrize("backend", ["interp", "numba"])
+@pytest.mark.parametrize("backend", ["interp", pytest.param("numba", marks=pytest.mark.slow)])   # ~6 s cold
 def test_nested_saves_give_the_right_gradient(backend):
     x, W = _args(3)
     gx, gW = pb.grad(stacked, argnums=(0, 1), backend=backend)(x, W, 5)
@@ -176,7 +176,7 @@ def three_levels(x, W, n):
     return total
 
 
-@pytest.mark.parametrize("backend", ["interp", "numba"])
+@pytest.mark.parametrize("backend", ["interp", pytest.param("numba", marks=pytest.mark.slow)])   # ~12 s cold
 def test_three_nested_levels(backend):
     x, W = _args(3)
     gx, gW = pb.grad(three_levels, argnums=(0, 1), backend=backend)(x, W, 4)
