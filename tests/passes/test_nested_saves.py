@@ -94,19 +94,26 @@ def test_the_inner_loops_transcendentals_are_evaluated_once(n):
 
 @pytest.mark.parametrize("backend", ["interp", pytest.param("numba", marks=pytest.mark.slow)])   # ~6 s cold
 def test_nested_saves_give_the_right_gradient(backend):
+    _check_gradient(stacked, backend, 5)
+
+
+def _check_gradient(f, backend, steps):
+    """f's gradient on `backend` against finite differences (W) and against Binomial
+    checkpointing, which saves nothing of nested loops (x and W)."""
     x, W = _args(3)
-    gx, gW = pb.grad(stacked, argnums=(0, 1), backend=backend)(x, W, 5)
-    np.testing.assert_allclose(gW, _fd_W(stacked, x, W, 5), rtol=1e-6, atol=1e-8)
-    rx, rW = pb.grad(stacked, argnums=(0, 1), backend="interp", checkpoint=Binomial(snapshots=2))(x, W, 5)
+    gx, gW = pb.grad(f, argnums=(0, 1), backend=backend)(x, W, steps)
+    np.testing.assert_allclose(gW, _fd_W(f, x, W, steps), rtol=1e-6, atol=1e-8)
+    rx, rW = pb.grad(f, argnums=(0, 1), backend="interp", checkpoint=Binomial(snapshots=2))(x, W, steps)
     np.testing.assert_allclose(gx, rx, rtol=1e-10)
     np.testing.assert_allclose(gW, rW, rtol=1e-10)
+    return x, W
 
 
 def test_a_traced_inner_trip_count_still_re_executes():
     x, W = _args(2)
     p, g, out = _counts(stacked_traced, (x, W, np.int64(6), np.int64(2)))
     assert g.transc == 2 * p.transc                       # forward, and once more per return step
-    _, g2, out2 = _counts(stacked, (x, W, np.int64(6)))
+    _, _g2, out2 = _counts(stacked, (x, W, np.int64(6)))
     for a, b in zip(out, out2):
         np.testing.assert_allclose(a, b, rtol=1e-12)
 
@@ -178,11 +185,6 @@ def three_levels(x, W, n):
 
 @pytest.mark.parametrize("backend", ["interp", pytest.param("numba", marks=pytest.mark.slow)])   # ~12 s cold
 def test_three_nested_levels(backend):
-    x, W = _args(3)
-    gx, gW = pb.grad(three_levels, argnums=(0, 1), backend=backend)(x, W, 4)
-    np.testing.assert_allclose(gW, _fd_W(three_levels, x, W, 4), rtol=1e-6, atol=1e-8)
-    rx, rW = pb.grad(three_levels, argnums=(0, 1), backend="interp", checkpoint=Binomial(snapshots=2))(x, W, 4)
-    np.testing.assert_allclose(gx, rx, rtol=1e-10)
-    np.testing.assert_allclose(gW, rW, rtol=1e-10)
+    x, W = _check_gradient(three_levels, backend, 4)
     p, g, _ = _counts(three_levels, (x, W, np.int64(4)))
     assert g.transc <= 2 * p.transc, (p.transc, g.transc)
