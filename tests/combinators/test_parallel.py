@@ -331,6 +331,81 @@ def test_workqueue_layer_calls_from_many_threads_are_serialised(_compiled, tmp_p
     assert np.array_equal(np.load(out), np.concatenate([[value]] + [np.ravel(a) for a in grads]))
 
 
+_ONE_CPU = """
+import os, sys, threading
+os.sched_setaffinity(0, {{min(os.sched_getaffinity(0))}})   # as `taskset -c N`, before numba loads
+sys.path.insert(0, {here!r})
+import numpy as np
+import pullback as pb
+from pullback.backends import numba_parallel
+from test_parallel import small, ARGS
+g = pb.value_and_grad(small, argnums=(0, 1, 2), backend="numba", parallel=True)
+out = []
+t = threading.Thread(target=lambda: out.append(g(*ARGS)[0]))   # the first parallel call, off the main thread
+t.start()
+t.join()
+print(numba_parallel.threading_layer(), out[0])
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs os.sched_setaffinity")
+def test_one_cpu_first_call_from_a_thread_exits(_compiled, tmp_path):
+    """On one CPU the layer is workqueue: oneTBB 2022.3+ hangs at exit when the first
+    parallel call of a one-CPU process ran on a thread (note [numba-parallel], "One CPU")."""
+    g, (value, _), _ = _compiled
+    script = tmp_path / "one_cpu.py"
+    script.write_text(textwrap.dedent(_ONE_CPU.format(here=os.path.dirname(__file__))))
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"}
+    env["PULLBACK_CACHE_DIR"] = g.cache_dir
+    try:
+        p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120,
+                           check=False)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the one-CPU process did not exit: {(e.stdout or b'')[-500:]!r}")
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
+    layer, v = p.stdout.split()
+    assert layer == "workqueue" and float(v) == value
+
+
+def test_usable_cpus_is_the_affinity_capped_by_a_cgroup_quota(monkeypatch):
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("needs os.sched_getaffinity")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(numba_parallel, "_cgroup_quota", lambda: None)
+    assert numba_parallel.usable_cpus() == 4
+    for quota, want in ((2.5, 2), (1.5, 1), (0.5, 1), (16.0, 4)):
+        monkeypatch.setattr(numba_parallel, "_cgroup_quota", lambda q=quota: q)
+        assert numba_parallel.usable_cpus() == want
+
+
+def test_cgroup_quota_files_are_read(monkeypatch):
+    import builtins
+
+    files = {}
+    real_open = builtins.open
+
+    def fake_open(path, *a, **k):
+        if str(path).startswith("/sys/fs/cgroup/"):
+            if path not in files:
+                raise FileNotFoundError(path)
+            import io
+            return io.StringIO(files[path])
+        return real_open(path, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    assert numba_parallel._cgroup_quota() is None
+    files["/sys/fs/cgroup/cpu.max"] = "max 100000\n"
+    assert numba_parallel._cgroup_quota() is None
+    files["/sys/fs/cgroup/cpu.max"] = "150000 100000\n"
+    assert numba_parallel._cgroup_quota() == 1.5
+    del files["/sys/fs/cgroup/cpu.max"]
+    files["/sys/fs/cgroup/cpu/cpu.cfs_quota_us"] = "-1\n"
+    files["/sys/fs/cgroup/cpu/cpu.cfs_period_us"] = "100000\n"
+    assert numba_parallel._cgroup_quota() is None
+    files["/sys/fs/cgroup/cpu/cpu.cfs_quota_us"] = "100000\n"
+    assert numba_parallel._cgroup_quota() == 1.0
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_runs_parallel_code(_compiled, tmp_path):
     """multiprocessing's default start method on Linux: GNU OpenMP would kill the child."""

@@ -39,7 +39,10 @@ Contract:
   compile in a process (under the backend's lock). Picks numba's threading
   layer unless the user already chose one (``NUMBA_THREADING_LAYER``) or
   numba already started its threads: ``tbb`` when it loads (thread- and
-  fork-safe), else ``workqueue``. Returns whether parallel calls must be
+  fork-safe) and the process may use more than one CPU (`usable_cpus`),
+  else ``workqueue``: oneTBB 2022.3 and later hang at interpreter exit when
+  a process limited to one CPU first ran TBB from a thread other than the
+  main one (numba issue #10556; note [numba-parallel], "One CPU"). Returns whether parallel calls must be
   serialised: the ``workqueue`` layer aborts the process when two threads
   run parallel regions at once, so every call of a module with a parallel
   function then takes `CALL_LOCK`.
@@ -285,6 +288,38 @@ def _tbb_loads() -> bool:
         return False
 
 
+def _cgroup_quota() -> float | None:
+    """CPUs allowed by a cgroup CPU quota (v2 ``cpu.max``, v1 CFS quota), None without one."""
+    for path, period_path in (("/sys/fs/cgroup/cpu.max", None),
+                              ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us")):
+        try:
+            with open(path) as f:
+                fields = f.read().split()
+            if period_path is not None:
+                with open(period_path) as f:
+                    fields.append(f.read().strip())
+            quota, period = fields[0], float(fields[1])
+            if quota == "max" or float(quota) <= 0 or period <= 0:
+                return None
+            return float(quota) / period
+        except (OSError, ValueError, IndexError):
+            continue
+    return None
+
+
+def usable_cpus() -> int:
+    """CPUs this process can run on at once: its CPU affinity, capped by a
+    cgroup CPU quota (rounded down, at least 1)."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    q = _cgroup_quota()
+    if q is not None:
+        n = min(n, int(q))
+    return max(1, n)
+
+
 def ensure_threading_layer() -> bool:
     """Start numba's threads on a layer chosen as the module docstring says;
     returns whether parallel calls must be serialised (cached per process)."""
@@ -302,7 +337,7 @@ def _choose_layer() -> None:
 
     if not nbp._is_initialized and str(numba.config.THREADING_LAYER).lower() == "default" \
             and not os.environ.get("NUMBA_THREADING_LAYER"):
-        numba.config.THREADING_LAYER = "tbb" if _tbb_loads() else "workqueue"
+        numba.config.THREADING_LAYER = "tbb" if usable_cpus() > 1 and _tbb_loads() else "workqueue"
     try:
         nbp._launch_threads()
     except ValueError:   # the layer the user named does not load: numba's own fallback
