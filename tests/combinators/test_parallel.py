@@ -357,6 +357,9 @@ def test_one_cpu_first_call_from_a_thread_exits(_compiled, tmp_path):
     script.write_text(textwrap.dedent(_ONE_CPU.format(here=os.path.dirname(__file__))))
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"}
     env["PULLBACK_CACHE_DIR"] = g.cache_dir
+    # the chunk count of the generated code follows numba's thread count, which follows the
+    # affinity: keep this process's, so that the module is the one in the cache (no compile)
+    env["NUMBA_NUM_THREADS"] = str(numba.config.NUMBA_NUM_THREADS)
     try:
         p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120,
                            check=False)
