@@ -246,3 +246,44 @@ def test_det_numba_equals_interp(ell):
     A = np.random.default_rng(ell).standard_normal((ell, ell))
     prog = pb.jit(pb.grad(det_module.det), backend="numba").staged(A).prog
     np.testing.assert_array_equal(nb.run(prog, A)[0], interp.run(prog, A)[0])
+
+
+def row_chain(index="i", ucols=(2, 4)):
+    """A chain of two pieces of a zero row, added into row `index` of `a`."""
+    return parse_prog(f"""entry def f(a: f64[4,4], v: f64[2], u: f64[2], i: i64) -> (f64[4,4]) {{
+  let z0: f64[4] = full(0.0:f64) {{shape=(4,)}}
+  let z1: f64[4] = index_update(z0, v) {{mode='add', spec=(('s', 0, 2, 1),)}}
+  let z2: f64[4] = index_update(z1, u) {{mode='add', spec=(('s', {ucols[0]}, {ucols[1]}, 1),)}}
+  let y: f64[4,4] = index_update(a, z2, {index}) {{mode='add', spec=(('d',),)}}
+  return (y)
+}}""")
+
+
+@pytest.mark.parametrize("index,ucols,rewritten", [
+    ("i", (2, 4), True), ("1:i64", (2, 4), True), ("i", (1, 3), False)])
+def test_chain_into_a_row(index, ucols, rewritten):
+    """Rewrite 4: disjoint pieces go straight into the row, at a variable index too;
+    overlapping ones stay (each element would get two additions)."""
+    prog = row_chain(index, ucols)
+    out = accumulate(prog)
+    assert ("full" not in ops(out)) == rewritten
+    assert ops(out).count("index_update") == (2 if rewritten else 3)
+    r = np.random.default_rng(4)
+    for i in (0, 3, -1, -4):
+        a, v, u = r.standard_normal((4, 4)), r.standard_normal(2), r.standard_normal(2)
+        same(interp.run(out, a, v, u, i), interp.run(prog, a, v, u, i), signs=False)
+        same(nb.run(prog, a, v, u, i), interp.run(prog, a, v, u, i), signs=False)
+    if index == "i":   # out of range: the same error, before and after the pass
+        for run in (lambda: nb.run(prog, a, v, u, 4), lambda: interp.run(out, a, v, u, 4)):
+            with pytest.raises(IndexError):
+                run()
+
+
+def test_chain_into_a_row_zero_signs():
+    """Rewrite 4 changes at most the sign of a zero, as rewrite 2."""
+    prog = row_chain()
+    a = np.full((4, 4), -0.0)
+    v, u = np.array([-0.0, 1.0]), np.array([-0.0, 0.0])
+    want, got = interp.run(prog, a, v, u, 2)[0], interp.run(accumulate(prog), a, v, u, 2)[0]
+    np.testing.assert_array_equal(got, want)
+    assert ((np.signbit(got) != np.signbit(want)) <= (got == 0)).all()

@@ -91,7 +91,7 @@ class _Lazy:
 ps = _Lazy(".pysource")
 numba_parallel = _Lazy(".numba_parallel")
 
-_VERSION = "2"   # 2: modules executed from memory, numba's files under a manifest
+_VERSION = "3"   # 2: modules executed from memory, numba's files under a manifest; 3: the smul intrinsic
 # ---------------------------------------------------------------------------
 # compile, cache, run
 # ---------------------------------------------------------------------------

@@ -134,6 +134,7 @@ class NumbaDialect(StoreHelpers):
         self.repeated: set = set()            # bodies run more than once per call (`prepare`)
         self.unset: set = set()               # `full`s whose fill nobody sees (`prepare`)
         self.blas_operands = False            # a matmul printed `_pb_blas` (note [blas-operands])
+        self.scratch_copies: set = set()      # ids of slice copies made into scratch arrays (`fusion_plan`)
 
     # -- hooks called by pysource -------------------------------------------------
     def prepare(self, prog) -> list[str]:
@@ -239,6 +240,9 @@ class NumbaDialect(StoreHelpers):
         if op not in ps.KNOWN_PRIMS and op not in LIBCALLS:
             raise PullbackError(f"numba backend: primitive '{op}' has no numba form",
                                 hint="use backend='pysource' or 'interp' for this program")
+        if id(st) in self.scratch_copies:
+            numba_scratch.emit_copy(fe, st, depth)
+            return True
         if op == "store_new":
             k, cap = self.store_type(e.p["elem"]), e.p.get("cap")   # cap: a buffer store's known size
             new = f"_st_newn{k}({int(cap)})" if cap is not None and f"_st_newn{k}" in self.helpers else f"_st_new{k}()"
@@ -292,8 +296,14 @@ class NumbaDialect(StoreHelpers):
             fe.line(depth, f"if _pb_sp() < {STACK_PARAM}:")
             fe.line(depth + 1, f"raise RecursionError({k})")
 
-    def fusion_plan(self, body):
-        return fusion.plan(body, id(body) in self.repeated)
+    def fusion_plan(self, body, fe=None):
+        """The fused groups of `body` (`numba_fusion.plan`); with the emitter `fe`,
+        also notes the body's slice copies that go into scratch arrays
+        (`numba_scratch.copies`, note [short-loops])."""
+        repeated = id(body) in self.repeated
+        if repeated and fe is not None:
+            self.scratch_copies |= numba_scratch.copies(body, fe.own, self.push_copies)
+        return fusion.plan(body, repeated)
 
     def emit_group(self, fe, g, depth) -> None:
         fusion.emit(fe, self, g, depth)

@@ -23,6 +23,14 @@ Contract:
   shape, allocated (``np.empty``) at the top of the function `fe` is printing.
   Its contents are whatever the previous iteration left: the caller writes
   every element before reading any.
+- `copies(body, own, push_copies) -> set[int]`: the ids of the `index`
+  statements of `body` (a repeated body) that the emitter would print as a
+  copy of a slice (`own.copied`: the sliced array is updated later, or the
+  slice is saved) whose result has a static shape of at most `SCRATCH_BYTES`
+  and is local to the body (`local_values`): `emit_copy` copies them into
+  scratch arrays instead of new ones.
+- `emit_copy(fe, st, depth)`: prints such a statement: a view of the slice,
+  then an element loop copying it into a scratch array bound to the result.
 - `SCRATCH_BYTES`: the largest array made scratch; a larger allocation costs
   little next to filling it, and a scratch array lives for the whole call.
 """
@@ -93,3 +101,41 @@ def scratch(fe, shape: tuple, dtype: str) -> str:
     fe.lines.insert(top, f"    {name} = np.empty({text._shape_lit(shape)}, dtype={text._NP_DTYPE[dtype]})")
     fe.line_locs.insert(top, None)
     return name
+
+
+def copies(body, own, push_copies) -> set:
+    """See the module docstring."""
+    out = set()
+    stmts = body.stmts
+    for k, st in enumerate(stmts):
+        e = st.exp
+        if not (isinstance(e, Prim) and e.op == "index" and e.p["spec"] and len(st.pat) == 1):
+            continue
+        v = st.pat[0]
+        t = v.type
+        if v not in own.copied or (v in own.push_only and push_copies(t)):
+            continue
+        if not t.shape or not all(isinstance(n, int) for n in t.shape) or t.nbytes > SCRATCH_BYTES:
+            continue
+        if local_values(stmts[k + 1:], body.result, {v}, push_copies, own):
+            out.add(id(st))
+    return out
+
+
+def emit_copy(fe, st, depth) -> None:
+    """See the module docstring."""
+    e, v = st.exp, st.pat[0]
+    x = e.args[0]
+    buf = scratch(fe, v.type.shape, v.type.dtype)   # inserts a line at the top: before n0
+    n0 = len(fe.lines)
+    view = fe.fresh(f"{v.name}_view")
+    fe.line(depth, f"{view} = {fe.a(x)}[{fe.index_text(x, e.p['spec'], e.args[1:])}]")
+    name = fe.bind(v)
+    fe.line(depth, f"{name} = {buf}")
+    js = [fe.fresh(f"j{d}") for d in range(len(v.type.shape))]
+    for d, (j, n) in enumerate(zip(js, v.type.shape)):
+        fe.line(depth + d, f"for {j} in range({int(n)}):")
+    ix = ", ".join(js)
+    fe.line(depth + len(js), f"{name}[{ix}] = {view}[{ix}]")
+    for i in range(n0, len(fe.lines)):
+        fe.lines[i] += "  # pb:index"

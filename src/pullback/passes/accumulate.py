@@ -26,6 +26,12 @@ loop or branch boundary, where the work would be repeated). Three rewrites:
    one scalar addition per element into `X`; the packed values in the chains
    of 1 and 2 are added likewise. Exact: each element of `X` receives the same
    one addition.
+4. `y = index_update(X, w, R, add)`, `X` any array, `R` of static slices and
+   integer indices that may be variables (not only constants), the chain's
+   regions pairwise disjoint, becomes `y = index_update(...index_update(X,
+   v_1, R.r_1, add)..., v_k, R.r_k, add)` (a variable index kept as is). As
+   rewrite 2 with `X[R]` for `a`: only a zero's sign can change. An
+   out-of-range variable index raises at the first update, as at the one.
 
 Updates of an empty region are dropped (they add nothing). The chain's and
 pack's arrays are then unread and `ir.traverse.dce` drops them: the backend's
@@ -65,15 +71,20 @@ def accumulate(prog: Prog) -> Prog:
 # ---------------------------------------------------------------------------
 
 
-def _region(shape, spec, idx):
+def _region(shape, spec, idx, dynamic: bool = False):
     """The region `spec`/`idx` selects in an array of static `shape`, or None
-    when it is not static (dynamic slice or index, an index out of range)."""
+    when it is not static (dynamic slice or index, an index out of range).
+    `dynamic`: an integer index that is a variable is allowed too, as the entry
+    ("v", atom) (rewrite 4)."""
     if len(spec) > len(shape) or not all(isinstance(n, int) for n in shape):
         return None
     out, it = [], iter(idx)
     for n, s in zip(shape, spec):
         if s[0] == "d":
             a = next(it)
+            if (dynamic and isinstance(a, Var) and a.type.dtype == "i64" and not a.type.shape):
+                out.append(("v", a))
+                continue
             if not (isinstance(a, Const) and a.type.dtype == "i64" and not a.type.shape and -n <= a.value < n):
                 return None
             out.append(("d", a.value % n))
@@ -95,7 +106,7 @@ def _compose(outer, inner):
     it = iter(inner)
     out = []
     for k, r in outer:
-        if k == "d":
+        if k in ("d", "v"):
             out.append((k, r))
             continue
         ki, ri = next(it)
@@ -114,6 +125,10 @@ def _spec(shape, region):
     not select it (never expected: a safety net)."""
     spec, idx = [], []
     for n, (k, r) in zip(shape, region):
+        if k == "v":
+            spec.append(("d",))
+            idx.append(r)
+            continue
         if k == "d":
             spec.append(("d",))
             idx.append(Const(int(r), I64))
@@ -269,16 +284,20 @@ class _Rewriter:
         (y,) = pat
         if e.op == "index_update" and e.p["mode"] == "add":
             b, w = e.args[0], e.args[1]
-            outer = _region(y.type.shape, e.p["spec"], e.args[2:])
-            if outer is None or not isinstance(w, Var) or w.type.dtype != y.type.dtype:
+            if not isinstance(w, Var) or w.type.dtype != y.type.dtype:
                 return None
+            outer = _region(y.type.shape, e.p["spec"], e.args[2:])
+            if outer is None:
+                return self._spread(y, b, w, e, local, scoped)              # rewrite 4
             bd = scoped.get(b) if isinstance(b, Var) else None
             steps = None
             if bd is not None and bd.op == "full" and _is_pos_zero(bd.args[0]):
                 steps = self._chain(w, local, scoped)                       # rewrite 1
             if steps is None:
                 steps = self._unpacked([(w, outer)], local, scoped)        # rewrite 3
-                return self._emit(y, b, steps) if steps[0][0] is not w else None
+                if steps[0][0] is not w:
+                    return self._emit(y, b, steps)
+                return self._spread(y, b, w, e, local, scoped)              # rewrite 4
             steps = [(v, _compose(outer, r)) for v, r in steps]
             return self._emit(y, b, self._unpacked(steps, local, scoped))
         if e.op == "add" and len(e.args) == 2:                              # rewrite 2
@@ -292,3 +311,21 @@ class _Rewriter:
                 if all(_disjoint(p, q) for i, p in enumerate(regions) for q in regions[i + 1:]):
                     return self._emit(y, a, self._unpacked(steps, local, scoped))
         return None
+
+    def _spread(self, y: Var, b, w: Var, e: Prim, local: dict, scoped: dict):
+        """Rewrite 4: `y = index_update(b, w, R, add)` with `w` a chain of pairwise
+        disjoint regions and `R` of static slices and integer indices, some of them
+        variables: each piece of the chain is added into its place in `b`."""
+        if w.type.dtype != y.type.dtype:
+            return None
+        outer = _region(y.type.shape, e.p["spec"], e.args[2:], dynamic=True)
+        if outer is None:
+            return None
+        steps = self._chain(w, local, scoped)
+        if steps is None:
+            return None
+        regions = [r for _, r in steps if not _empty(r)]
+        if not all(_disjoint(p, q) for i, p in enumerate(regions) for q in regions[i + 1:]):
+            return None
+        steps = [(v, _compose(outer, r)) for v, r in self._unpacked(steps, local, scoped)]
+        return self._emit(y, b, steps)

@@ -1,7 +1,9 @@
 """The numba form of `smul`, the strong product (`passes/strong_mul.py`, note
-[strong-mul]): `libcalls` contract. A scalar (also inside fused loops) is one
-conditional expression; an array goes through a small helper. pysource prints
-the table implementation (the pass runs on numba only)."""
+[strong-mul]): `libcalls` contract. A scalar (also inside fused loops) is a
+call of the intrinsic `numba_smul._pb_smul_s` (one product, one compare and a
+rarely taken branch); an array goes through a small helper that computes the
+plain product and applies the guard only when the product has a NaN. pysource
+prints the table implementation (the pass runs on numba only)."""
 from __future__ import annotations
 
 from . import register
@@ -9,15 +11,18 @@ from . import register
 _ARRAY = """{deco}
 def _pb_smul(x, y):
     r = x * y
-    return np.where(np.isnan(r) & ((x == 0) | (y == 0)), 0.0, r)
+    for v in r.flat:
+        if v != v:
+            return np.where(np.isnan(r) & ((x == 0) | (y == 0)), 0.0, r)
+    return r
 """
 
 
 def _numba(dialect, fe, e, pat):
     x, y = (fe.a(a) for a in e.args)
     if not pat[0].type.shape:
-        r = f"({x} * {y})"
-        return f"(0.0 if ({r} != {r}) & (({x} == 0) | ({y} == 0)) else {r})"
+        dialect.helper("_pb_smul_import", "from pullback.backends.numba_smul import _pb_smul_s")
+        return f"_pb_smul_s({x}, {y})"
     h = dialect.helper("_pb_smul", _ARRAY.format(deco=dialect.deco))
     return f"{h}({x}, {y})"
 

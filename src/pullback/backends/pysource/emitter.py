@@ -201,7 +201,7 @@ class _FuncEmitter(_PrimEmitter):
         self.checked.append(set())
         n0 = len(self.lines)
         dialect = self.mod.dialect
-        groups = dialect.fusion_plan(body) if dialect is not None else {}
+        groups = dialect.fusion_plan(body, self) if dialect is not None else {}
         k = 0
         while k < len(body.stmts):
             g = groups.get(k)

@@ -1,0 +1,53 @@
+"""The scalar strong product for numba code (note [strong-mul]).
+
+Contract:
+- `_pb_smul_s(x, y)`: a numba intrinsic, the float64 strong product of two
+  real scalars (float, integer or boolean; each is converted to float64 as
+  numba's `x * y` converts it): `r = x * y`, except 0.0 where `r` is NaN and
+  `x == 0` or `y == 0`. Exactly the value of the six-statement guard of note
+  [edge-numerics] (the sign of a zero product included: only a NaN is
+  replaced).
+- Code shape: one multiplication, one unordered compare of `r` with itself and
+  a branch that LLVM is told is taken rarely; the zero tests run only on that
+  branch. Printed as a conditional expression instead, LLVM turns the guard
+  into three compares and two selects on every product (its if-conversion
+  only keeps a branch it knows is predictable), twice the time of det_lu's
+  gradient loop. In a loop the vectoriser still if-converts the branch.
+- Generated modules import it (`backends/libcalls/smul.py`); numba caches the
+  functions that use it like any other, keyed on the generated source, so a
+  change to its code generation needs a new `numba_backend._VERSION`.
+- Only the numba backend imports this module (it imports numba).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
+
+_REAL = (types.Float, types.Integer, types.Boolean)
+
+
+@intrinsic
+def _pb_smul_s(typingctx, x, y):
+    if not (isinstance(x, _REAL) and isinstance(y, _REAL)):
+        return None
+    sig = types.float64(x, y)
+
+    def codegen(context, builder, signature, args):
+        f64 = ir.DoubleType()
+        a = context.cast(builder, args[0], signature.args[0], types.float64)
+        b = context.cast(builder, args[1], signature.args[1], types.float64)
+        r = builder.fmul(a, b)
+        nan = builder.fcmp_unordered("uno", r, r)
+        fast = builder.block
+        with builder.if_then(nan, likely=False):
+            zero = ir.Constant(f64, 0.0)
+            z = builder.or_(builder.fcmp_ordered("==", a, zero), builder.fcmp_ordered("==", b, zero))
+            guarded = builder.select(z, zero, r)
+            slow = builder.block
+        out = builder.phi(f64)
+        out.add_incoming(r, fast)
+        out.add_incoming(guarded, slow)
+        return out
+
+    return sig, codegen
