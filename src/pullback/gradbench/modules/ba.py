@@ -116,9 +116,8 @@ def sparse_jacobian(cams, X, w, obs, feats):
     wcol = cols[2 * per * p:]
     np.add(np.arange(p), NCAM * n + 3 * m, out=wcol)
     block = cols[:2 * per * p].reshape(p, 2, per)
-    block[:, 0] = np.concatenate([NCAM * cam_of + np.arange(NCAM)[:, None],
-                                  (NCAM * n + 3 * pt_of) + np.arange(3)[:, None], wcol[None]]).T
-    block[:, 1] = block[:, 0]
+    block[...] = np.concatenate([NCAM * cam_of + np.arange(NCAM)[:, None],
+                                 (NCAM * n + 3 * pt_of) + np.arange(3)[:, None], wcol[None]]).T[:, None]
     rows = np.concatenate([np.arange(2 * p + 1) * per, 2 * p * per + np.arange(1, p + 1)])
     return rows, cols, vals
 
