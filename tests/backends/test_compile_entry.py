@@ -210,6 +210,14 @@ def test_wide_loops_vectorise_under_numba_opt_only(_memchecks_env):
     assert not _vectorised(True)
 
 
+def test_nested_numba_opt_keeps_the_setting_until_the_outermost_exits(_memchecks_env):
+    with numba_opt.numba_opt(3):
+        with numba_opt.numba_opt(3):
+            pass
+        assert _vectorised(False)   # still inside the outer context
+    assert not _vectorised(False)
+
+
 def test_module_name_covers_memory_checks(_memchecks_env):
     x = np.linspace(0.1, 0.9, 7)
     prog = numba_backend.lower(_grad_prog(big, x))

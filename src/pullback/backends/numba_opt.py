@@ -74,6 +74,8 @@ def _set_memory_checks(n: int) -> None:
 class numba_opt:
     """numba optimises at `level` while held (module docstring)."""
 
+    _depth = 0   # contexts held (numba's lock is re-entrant): the outermost sets and restores LLVM's option
+
     def __init__(self, level: int):
         self.level = level
 
@@ -87,9 +89,10 @@ class numba_opt:
         try:
             if int(self.old) != self.level or self.old.is_opt_max:
                 config.OPT = type(self.old)(self.level)
-            self.checks = memory_checks()
+            self.checks = memory_checks() if numba_opt._depth == 0 else _LLVM_DEFAULT_MEMCHECKS
             if self.checks != _LLVM_DEFAULT_MEMCHECKS:
                 _set_memory_checks(self.checks)
+            numba_opt._depth += 1
         except BaseException:
             config.OPT = self.old
             self.lock.release()
@@ -101,6 +104,7 @@ class numba_opt:
 
         try:
             config.OPT = self.old
+            numba_opt._depth -= 1
             if self.checks != _LLVM_DEFAULT_MEMCHECKS:
                 _set_memory_checks(_LLVM_DEFAULT_MEMCHECKS)
         finally:
