@@ -153,3 +153,89 @@ def test_values_equal_across_levels(_opt_env):
         outs.append(fn(x)[0])
     np.testing.assert_allclose(outs[0], outs[1], rtol=1e-13)
     np.testing.assert_allclose(outs[0], interp.run(prog, x)[0], rtol=1e-12)
+
+
+@pytest.fixture
+def _memchecks_env():
+    old = os.environ.pop("PULLBACK_NUMBA_MEMCHECKS", None)
+    yield
+    if old is None:
+        os.environ.pop("PULLBACK_NUMBA_MEMCHECKS", None)
+    else:
+        os.environ["PULLBACK_NUMBA_MEMCHECKS"] = old
+
+
+def _wide_loop(nin=16, nout=8):
+    """A numba loop reading `nin` arrays and writing `nout`: LLVM's default
+    threshold (128) refuses the runtime alias checks it needs to vectorise."""
+    import numba
+
+    ins = [f"a{k}" for k in range(nin)]
+    outs = [f"o{k}" for k in range(nout)]
+    lines = [f"def f({', '.join(ins + outs)}):", "    for i in range(a0.shape[0]):"]
+    for k in range(nout):
+        terms = (f"{ins[(k + j) % nin]}[i] * {ins[(k + 2 * j + 1) % nin]}[i]" for j in range(3))
+        lines.append(f"        {outs[k]}[i] = " + " + ".join(terms))
+    ns = {}
+    exec("\n".join(lines), ns)  # noqa: S102 - test source
+    return numba.njit(cache=False)(ns["f"]), nin + nout
+
+
+def _vectorised(inside: bool) -> bool:
+    f, nargs = _wide_loop()
+    args = [np.linspace(0.5, 1.5, 64) for _ in range(nargs)]
+    if inside:
+        with numba_opt.numba_opt(3):
+            f(*args)
+    else:
+        f(*args)
+    return " x double>" in "".join(f.inspect_llvm().values())
+
+
+def test_memory_checks_setting(_memchecks_env):
+    assert numba_opt.memory_checks() == numba_opt._MEMCHECKS
+    os.environ["PULLBACK_NUMBA_MEMCHECKS"] = "128"
+    assert numba_opt.memory_checks() == 128
+    os.environ["PULLBACK_NUMBA_MEMCHECKS"] = "many"   # not a number: the default
+    assert numba_opt.memory_checks() == numba_opt._MEMCHECKS
+
+
+def test_wide_loops_vectorise_under_numba_opt_only(_memchecks_env):
+    """note [vectorize-memchecks]: pullback's compiles allow the checks; the
+    setting is LLVM's default again for everyone else's numba code afterwards."""
+    assert not _vectorised(False)
+    assert _vectorised(True)
+    assert not _vectorised(False)
+    os.environ["PULLBACK_NUMBA_MEMCHECKS"] = str(numba_opt._LLVM_DEFAULT_MEMCHECKS)
+    assert not _vectorised(True)
+
+
+def test_nested_numba_opt_keeps_the_setting_until_the_outermost_exits(_memchecks_env):
+    with numba_opt.numba_opt(3):
+        with numba_opt.numba_opt(3):
+            pass
+        assert _vectorised(False)   # still inside the outer context
+    assert not _vectorised(False)
+
+
+def test_module_name_covers_memory_checks(_memchecks_env):
+    x = np.linspace(0.1, 0.9, 7)
+    prog = numba_backend.lower(_grad_prog(big, x))
+    src = numba_backend.emit_prog(prog, parallel=False)
+    names = set()
+    for n in ("128", "4096"):
+        os.environ["PULLBACK_NUMBA_MEMCHECKS"] = n
+        names.add(numba_backend._module_hash(prog, prog.main, src))
+        names.add(numba_backend._src_hash(src))
+    assert len(names) == 4
+
+
+def test_values_equal_across_memory_checks(_memchecks_env):
+    """Vectorising keeps every operation and its order (no fast-math): equal bit for bit."""
+    x = np.linspace(0.1, 0.9, 4099)
+    prog = _grad_prog(big, x)
+    outs = []
+    for n in ("128", "4096"):
+        os.environ["PULLBACK_NUMBA_MEMCHECKS"] = n
+        outs.append(numba_backend.compile_prog(prog)(x)[0])
+    np.testing.assert_array_equal(outs[0], outs[1])

@@ -24,7 +24,9 @@ Contract:
 - Compile time (note [compile-time]): an entry that only forwards to another
   function (`forwarded`) is not compiled, its callee is; numba optimises
   pullback's modules at LLVM level `opt_level()` (``PULLBACK_NUMBA_OPT``,
-  default numba's own), which the module hash covers.
+  default numba's own) with the vectoriser's runtime-check threshold
+  `memory_checks()` (note [vectorize-memchecks]); the module hash covers both
+  (`llvm_tag()`).
 - Thread safety: loading, compiling and the memo take one re-entrant lock; a
   warm call takes no lock, except a call of a module with parallel maps on
   numba's `workqueue` threading layer, which takes `numba_parallel.CALL_LOCK`
@@ -69,7 +71,7 @@ from ..errors import PullbackError
 from . import numba_cache
 from .leaves import coerce as _coerce
 from .numba_blas import defer_blas_check, ensure_blas_for
-from .numba_opt import forwarded, numba_opt, opt_level
+from .numba_opt import forwarded, llvm_tag, numba_opt, opt_level
 
 if TYPE_CHECKING:
     from ..ir.core import Prog
@@ -268,7 +270,7 @@ def _module_hash(prog: Prog, f, src: str) -> str:
     sig = ",".join(print_type(p.type) for p in f.params)
     import numba
 
-    return hashlib.sha256("\n".join([_VERSION, numba.__version__, np.__version__, f"O{opt_level()}",
+    return hashlib.sha256("\n".join([_VERSION, numba.__version__, np.__version__, llvm_tag(),
                                       print_prog(prog), f.name, sig, src]).encode()).hexdigest()[:24]
 
 
@@ -456,7 +458,7 @@ def _src_hash(src: str) -> str:
     """The cache name of a shape-generic module: a hash of its source and the versions."""
     import numba
 
-    return hashlib.sha256("\n".join([_VERSION, numba.__version__, np.__version__, f"O{opt_level()}", "generic", src])
+    return hashlib.sha256("\n".join([_VERSION, numba.__version__, np.__version__, llvm_tag(), "generic", src])
                           .encode()).hexdigest()[:24]
 
 

@@ -11,11 +11,19 @@ Contract:
   numba's own level (``$NUMBA_OPT``, default 3). Read at each compile;
   `numba_backend` puts it into the module hash, so machine code of one level
   is never loaded for another.
+- `memory_checks() -> int`: how many runtime alias checks LLVM's loop
+  vectoriser may emit before a loop (its ``-vectorize-memory-check-threshold``):
+  ``$PULLBACK_NUMBA_MEMCHECKS`` if set to an integer, else `_MEMCHECKS`
+  (note [vectorize-memchecks]).
+- `llvm_tag() -> str`: the LLVM settings above as one string; `numba_backend`
+  puts it into the module hash, so machine code built under one setting is
+  never loaded for another.
 - `numba_opt(level)`: a context in which numba builds LLVM's pass pipelines
-  at `level` (its `config.OPT`), holding numba's global compiler lock so that
-  no other thread's numba compile sees the setting; numba's setting is
-  restored on exit. Code generation keeps numba's target machine (built once
-  per process, at numba's own level).
+  at `level` (its `config.OPT`) and LLVM's vectoriser allows `memory_checks()`
+  runtime checks, holding numba's global compiler lock so that no other
+  thread's numba compile sees the settings; numba's level and LLVM's default
+  threshold are restored on exit. Code generation keeps numba's target machine
+  (built once per process, at numba's own level).
 """
 from __future__ import annotations
 
@@ -30,6 +38,11 @@ if TYPE_CHECKING:
 # --speed-opt 3,2,1`), so the default stays 3 and PULLBACK_NUMBA_OPT=2 opts in
 _DEFAULT_OPT = 3
 
+# note [vectorize-memchecks]: LLVM's default (128) keeps a fused adjoint loop that reads ~30
+# arrays and writes ~8 scalar; ba's two reverse sweeps vectorise from about 1024 on (2x faster)
+_MEMCHECKS = 4096
+_LLVM_DEFAULT_MEMCHECKS = 128
+
 
 def opt_level() -> int:
     """LLVM's optimisation level for pullback's modules (module docstring)."""
@@ -41,8 +54,27 @@ def opt_level() -> int:
     return min(_DEFAULT_OPT, int(numba.config.OPT))
 
 
+def memory_checks() -> int:
+    """The vectoriser's runtime-check threshold for pullback's modules (module docstring)."""
+    v = os.environ.get("PULLBACK_NUMBA_MEMCHECKS", "").strip()
+    return int(v) if v.isdigit() else _MEMCHECKS
+
+
+def llvm_tag() -> str:
+    """The LLVM settings pullback's modules are built under, for the module hash."""
+    return f"O{opt_level()} vmc{memory_checks()}"
+
+
+def _set_memory_checks(n: int) -> None:
+    import llvmlite.binding as llvm
+
+    llvm.set_option("", f"-vectorize-memory-check-threshold={n}")
+
+
 class numba_opt:
     """numba optimises at `level` while held (module docstring)."""
+
+    _depth = 0   # contexts held (numba's lock is re-entrant): the outermost sets and restores LLVM's option
 
     def __init__(self, level: int):
         self.level = level
@@ -54,15 +86,29 @@ class numba_opt:
         self.lock = global_compiler_lock
         self.lock.acquire()
         self.old = config.OPT
-        if int(self.old) != self.level or self.old.is_opt_max:
-            config.OPT = type(self.old)(self.level)
+        try:
+            if int(self.old) != self.level or self.old.is_opt_max:
+                config.OPT = type(self.old)(self.level)
+            self.checks = memory_checks() if numba_opt._depth == 0 else _LLVM_DEFAULT_MEMCHECKS
+            if self.checks != _LLVM_DEFAULT_MEMCHECKS:
+                _set_memory_checks(self.checks)
+            numba_opt._depth += 1
+        except BaseException:
+            config.OPT = self.old
+            self.lock.release()
+            raise
         return self
 
     def __exit__(self, *exc):
         from numba.core import config
 
-        config.OPT = self.old
-        self.lock.release()
+        try:
+            config.OPT = self.old
+            numba_opt._depth -= 1
+            if self.checks != _LLVM_DEFAULT_MEMCHECKS:
+                _set_memory_checks(_LLVM_DEFAULT_MEMCHECKS)
+        finally:
+            self.lock.release()
         return False
 
 

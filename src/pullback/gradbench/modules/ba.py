@@ -104,16 +104,20 @@ def residuals(cams, X, w, obs, feats):
 def sparse_jacobian(cams, X, w, obs, feats):
     """The whole Jacobian as GradBench's row-major sparse arrays (rows, cols, vals)."""
     n, m, p = cams.shape[0], X.shape[0], w.shape[0]
-    camsT, XT, cam_of, pt_of, featsT = soa(cams, X, obs, feats)
-    row0, row1 = _rows(camsT, XT, w, cam_of, pt_of, featsT)
     per = NCAM + 4
-    (gc0, gx0, gw0), (gc1, gx1, gw1) = row0, row1
-    # row 2i, then row 2i + 1: camera, point, weight entries; then the p weight rows
-    vals = np.concatenate([np.concatenate([gc0, gx0, gw0[None], gc1, gx1, gw1[None]]).T.reshape(-1), -2.0 * w])
-    wcol = NCAM * n + 3 * m + np.arange(p)
-    block = np.concatenate([NCAM * cam_of + np.arange(NCAM)[:, None], (NCAM * n + 3 * pt_of) + np.arange(3)[:, None],
-                            wcol[None]])
-    cols = np.concatenate([np.concatenate([block, block]).T.reshape(-1), wcol])
+    camsT, XT, cam_of, pt_of, featsT = soa(cams, X, obs, feats)
+    (gc0, gx0, gw0), (gc1, gx1, gw1) = _rows(camsT, XT, w, cam_of, pt_of, featsT)
+    # row 2i, then row 2i + 1: camera, point, weight entries; then the p weight rows. Written
+    # in place: each intermediate (p, 30) array would be one more pass over 8 MB.
+    vals = np.empty((2 * per + 1) * p)
+    vals[:2 * per * p].reshape(p, 2 * per)[...] = np.concatenate([gc0, gx0, gw0[None], gc1, gx1, gw1[None]]).T
+    np.multiply(w, -2.0, out=vals[2 * per * p:])
+    cols = np.empty((2 * per + 1) * p, dtype=np.int64)
+    wcol = cols[2 * per * p:]
+    np.add(np.arange(p), NCAM * n + 3 * m, out=wcol)
+    block = cols[:2 * per * p].reshape(p, 2, per)
+    block[...] = np.concatenate([NCAM * cam_of + np.arange(NCAM)[:, None],
+                                 (NCAM * n + 3 * pt_of) + np.arange(3)[:, None], wcol[None]]).T[:, None]
     rows = np.concatenate([np.arange(2 * p + 1) * per, 2 * p * per + np.arange(1, p + 1)])
     return rows, cols, vals
 
