@@ -438,8 +438,9 @@ class NumbaDialect(StoreHelpers):
             return text
         if op == "where":
             c, x, y = args
-            if out_nd == 0:
-                return f"{_scalar_cast(out_t.dtype, A(x))} if {A(c)} else {_scalar_cast(out_t.dtype, A(y))}"
+            if out_nd == 0:   # a call, not a conditional expression: note [compile-time]
+                h = self.helper("_pb_sel", f"{self.deco}\ndef _pb_sel(c, x, y):\n    return x if c else y")
+                return f"{h}({A(c)}, {_scalar_cast(out_t.dtype, A(x))}, {_scalar_cast(out_t.dtype, A(y))})"
             shp = _shape_tuple(out_t.shape)
             parts = [A(a) if tuple(a.type.shape) == tuple(out_t.shape) else
                      (f"np.full({shp}, {A(a)})" if _ndim(a) == 0 else
