@@ -121,6 +121,7 @@ class NumbaDialect(StoreHelpers):
         self.deco, self.deco_inline = _DECO, _DECO_INLINE
         self.helpers: dict[str, str] = {}     # helper name -> source
         self.store_types: dict = {}           # element type -> index k of _ST{k}
+        self.buffer_stores: dict = {}         # k -> (dims text, dtype text, shape) of a buffer store
         self.big: dict = {}                   # large Const -> its hidden parameter's name
         self.big_values: list = []            # their arrays, in parameter order
         # parallel: the effective setting (numba_parallel.setting); metered builds stay sequential
@@ -237,16 +238,27 @@ class NumbaDialect(StoreHelpers):
                                 hint="use backend='pysource' or 'interp' for this program")
         if op == "store_new":
             k, cap = self.store_type(e.p["elem"]), e.p.get("cap")   # cap: a buffer store's known size
-            new = f"_st_newn{k}({int(cap)})" if cap is not None and f"_st_newn{k}" in self.helpers else f"_st_new{k}()"
+            if self.inline_stores(k):   # note [compile-time]
+                new = self.new_text(k, cap)
+            else:
+                new = f"_st_newn{k}({int(cap)})" if cap is not None and f"_st_newn{k}" in self.helpers else f"_st_new{k}()"
             fe.line(depth, f"{fe.bind(st.pat[0])} = {new}")
         elif op == "store_push":
             k = self.store_type(args[0].type.elem)
-            fe.line(depth, f"{fe.bind(st.pat[0])} = _st_push{k}({fe.a(args[0])}, {fe.a(args[1])})")
+            s, v = fe.a(args[0]), fe.a(args[1])
+            if self.inline_stores(k):
+                self.emit_push(fe, depth, fe.bind(st.pat[0]), s, v, k)
+            else:
+                fe.line(depth, f"{fe.bind(st.pat[0])} = _st_push{k}({s}, {v})")
             self.meter_line(fe, depth, args[0].type.elem.nbytes)
         elif op == "store_pop":
             k = self.store_type(args[0].type.elem)
+            s = fe.a(args[0])
             outs = [fe.bind(v) for v in st.pat]
-            fe.line(depth, f"{outs[0]}, {outs[1]} = _st_pop{k}({fe.a(args[0])})")
+            if self.inline_stores(k):
+                self.emit_pop(fe, depth, outs, s)
+            else:
+                fe.line(depth, f"{outs[0]}, {outs[1]} = _st_pop{k}({s})")
             self.meter_line(fe, depth, -args[0].type.elem.nbytes)
         elif op == "store_copy":
             elem = args[0].type.elem
