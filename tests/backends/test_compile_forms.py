@@ -90,3 +90,22 @@ def test_buffer_stores_print_in_place_and_grow():
     out = pb.grad(grow_rows, backend="numba")(x, 300)
     np.testing.assert_allclose(out, ref, rtol=1e-12)
 
+
+
+def vector_extremes(v):
+    return np.max(v) * 2.0 + np.min(v[1:]) + np.max(v[::2])
+
+
+@pytest.mark.parametrize("v", [np.array([0.5, -2.0, 3.0, 1.0]), np.array([0.5, np.nan, 3.0, -1.0]),
+                               np.array([np.nan, 1.0, 2.0, 0.0]), np.array([-np.inf, -np.inf, 1.0, 7.0])])
+def test_vector_min_max_loop_helpers(v):
+    # full min/max of a vector print as a loop helper (NaN wins, as in NumPy), strided views too
+    src = numba_backend.emit_prog(numba_backend.lower(pb.jit(vector_extremes).staged(v).prog), parallel=False)
+    body = _bodies(src)
+    assert any("_reduce_all_max_f64(" in line for line in body) and any("_reduce_all_min_f64(" in line for line in body)
+    assert not any("np.max(" in line or "np.min(" in line for line in body)
+    ref = vector_extremes(v)
+    out = pb.jit(vector_extremes, backend="numba")(v)
+    np.testing.assert_array_equal(out, ref)
+    np.testing.assert_allclose(pb.grad(vector_extremes, backend="numba")(v),
+                               pb.grad(vector_extremes, backend="interp")(v), rtol=1e-14)

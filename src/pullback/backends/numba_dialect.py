@@ -373,6 +373,19 @@ class NumbaDialect(StoreHelpers):
             f"                out[c] = v\n"
             f"    return out"))
 
+    def _reduce_all_helper(self, op: str, dtype: str) -> str:
+        """min or max of a non-empty vector (any strides); NaN wins, as in np.min/np.max."""
+        name = f"_reduce_all_{op}_{dtype}"
+        cmp = "<" if op == "min" else ">"
+        return self.helper(name, (
+            f"{self.deco}\ndef {name}(x):\n"
+            f"    out = x[0]\n"
+            f"    for k in range(1, x.shape[0]):\n"
+            f"        v = x[k]\n"
+            f"        if v {cmp} out or v != v:\n"
+            f"            out = v\n"
+            f"    return out"))
+
     # -- statements ----------------------------------------------------------------------
     def update(self, fe, st, depth) -> None:
         e: Prim = st.exp
@@ -512,6 +525,11 @@ class NumbaDialect(StoreHelpers):
             nd = _ndim(x)
             if not axes:
                 return f"{A(x)}.copy()" if nd > 0 else A(x)
+            if (len(axes) == nd == 1 and op in ("min", "max") and out_t.dtype == x.type.dtype
+                    and x.type.dtype in ("f64", "f32") and int(x.type.shape[0]) >= 1):
+                # a loop, not numba's np.max/np.min (which compile np.take and an
+                # iterator: about 0.5 s per process, note [compile-time])
+                return f"{self._reduce_all_helper(op, out_t.dtype)}({A(x)})"
             if len(axes) == nd:
                 r = f"{ps._REDUCE[op]}({A(x)})"
                 return _scalar_cast(out_t.dtype, r) if out_t.dtype != x.type.dtype else r
