@@ -109,3 +109,23 @@ def test_vector_min_max_loop_helpers(v):
     np.testing.assert_array_equal(out, ref)
     np.testing.assert_allclose(pb.grad(vector_extremes, backend="numba")(v),
                                pb.grad(vector_extremes, backend="interp")(v), rtol=1e-14)
+
+
+def _pair(A, i):
+    return A[i, 0] * A[i, 1] - A[i, 1]
+
+
+def reads_twice(A):
+    # both calls of the small helper are inlined; their copies compute the same values
+    return _pair(A, 0) * _pair(A, 0) + A[0, 0] * A[1, 1]
+
+
+def test_inlined_copies_are_merged():
+    A = np.array([[1.5, -2.0], [0.5, 3.0]])
+    src = numba_backend.emit_prog(numba_backend.lower(pb.jit(reads_twice).staged(A).prog), parallel=False)
+    body = src.split("def reads_twice(")[1].split("\n@njit")[0].splitlines()
+    rhs = [m.group(1) for m in (re.match(r"\s+\w+ = (.+?)  # pb:", line) for line in body) if m]
+    assert rhs and len(rhs) == len(set(rhs)), body   # no statement computes what an earlier one did
+    assert pb.jit(reads_twice, backend="numba")(A) == reads_twice(A)
+    np.testing.assert_allclose(pb.grad(reads_twice, backend="numba")(A), pb.grad(reads_twice, backend="interp")(A),
+                               rtol=1e-14)

@@ -5,8 +5,12 @@ gives the index k of the store kind for elements of type `elem` and writes, on
 first use, through the dialect's `helper`, the value type `_SV{k}` and the
 helpers `_st_new{k}`, `_st_push{k}`, `_st_pop{k}` and `_st_zeros{k}`. Small
 fixed-shape values are copied into a growing buffer (`push_copies`); large
-arrays and stores of stores go into typed lists. A mixin of `NumbaDialect`,
-which provides `helper`, `store_types`, `push_copies`, `deco` and `deco_inline`.
+arrays and stores of stores go into typed lists. Outside mutual recursion a
+buffer store's new, push and pop print as statements in the caller
+(`inline_stores`, `new_text`, `emit_push`, `emit_pop`; note [compile-time]),
+growing through one flat helper per dtype, `_st_grow_<dtype>`. A mixin of
+`NumbaDialect`, which provides `helper`, `store_types`, `buffer_stores`,
+`push_copies`, `deco` and `deco_inline`.
 """
 from __future__ import annotations
 
