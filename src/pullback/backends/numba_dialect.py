@@ -379,6 +379,7 @@ class NumbaDialect(StoreHelpers):
         cmp = "<" if op == "min" else ">"
         return self.helper(name, (
             f"{self.deco}\ndef {name}(x):\n"
+            f'    """{op} of a non-empty vector; NaN wins."""\n'
             f"    out = x[0]\n"
             f"    for k in range(1, x.shape[0]):\n"
             f"        v = x[k]\n"
@@ -464,7 +465,9 @@ class NumbaDialect(StoreHelpers):
         if op == "where":
             c, x, y = args
             if out_nd == 0:   # a call, not a conditional expression: note [compile-time]
-                h = self.helper("_pb_sel", f"{self.deco}\ndef _pb_sel(c, x, y):\n    return x if c else y")
+                h = self.helper("_pb_sel", (f"{self.deco}\ndef _pb_sel(c, x, y):\n"
+                                             f'    """x if c else y, as one call (note [compile-time])."""\n'
+                                             f"    return x if c else y"))
                 return f"{h}({A(c)}, {_scalar_cast(out_t.dtype, A(x))}, {_scalar_cast(out_t.dtype, A(y))})"
             shp = _shape_tuple(out_t.shape)
             parts = [A(a) if tuple(a.type.shape) == tuple(out_t.shape) else

@@ -18,10 +18,11 @@ def _pb_smul(x, y):
     return np.where(np.isnan(r) & ((x == 0) | (y == 0)), 0.0, r)
 """
 
-_SCALAR = """{deco}
+_SCALAR = '''{deco}
 def _pb_smul_s(x, y):
+    """The strong product of two scalars: 0 where a factor is 0, whatever the other."""
     return (0.0 if ((x * y) != (x * y)) & ((x == 0) | (y == 0)) else (x * y))
-"""
+'''
 
 
 def _numba(dialect, fe, e, pat):
