@@ -71,7 +71,7 @@ from ..errors import PullbackError
 from . import numba_cache
 from .leaves import coerce as _coerce
 from .numba_blas import defer_blas_check, ensure_blas_for
-from .numba_opt import forwarded, llvm_tag, numba_opt, opt_level
+from .numba_opt import forwarded, llvm_tag, numba_opt, opt_level, simplify_inlined
 
 if TYPE_CHECKING:
     from ..ir.core import Prog
@@ -447,7 +447,8 @@ def lower(prog: Prog, setting=None, metered: bool = False) -> Prog:
     from ..passes.strong_mul import strong_mul
     from ..passes.sum_matmul import sum_matmul
 
-    prog = accumulate(scalarize(forward_index(inline_scalar_calls(inline_small(prog)))))  # [forward-index], [scalarize], [accumulate]
+    prog = simplify_inlined(prog, inline_scalar_calls(inline_small(prog)))  # note [compile-time]
+    prog = accumulate(simplify_inlined(prog, scalarize(forward_index(prog))))  # [forward-index], [scalarize], [accumulate]
     prog = transpose_layout(dead_clears(sum_matmul(prog)))  # notes [sum-matmul], [dead-clears], [transposed-layout]
     prog = sink_rows(prog)  # note [sink-rows]
     prog = _vectorize(prog, setting, metered)

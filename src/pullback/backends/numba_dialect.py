@@ -125,6 +125,7 @@ class NumbaDialect(StoreHelpers):
         self.deco, self.deco_inline = _DECO, _DECO_INLINE
         self.helpers: dict[str, str] = {}     # helper name -> source
         self.store_types: dict = {}           # element type -> index k of _ST{k}
+        self.buffer_stores: dict = {}         # k -> (dims text, dtype text, shape) of a buffer store
         self.big: dict = {}                   # large Const -> its hidden parameter's name
         self.big_values: list = []            # their arrays, in parameter order
         # parallel: the effective setting (numba_parallel.setting); metered builds stay sequential
@@ -245,16 +246,27 @@ class NumbaDialect(StoreHelpers):
             return True
         if op == "store_new":
             k, cap = self.store_type(e.p["elem"]), e.p.get("cap")   # cap: a buffer store's known size
-            new = f"_st_newn{k}({int(cap)})" if cap is not None and f"_st_newn{k}" in self.helpers else f"_st_new{k}()"
+            if self.inline_stores(k):   # note [compile-time]
+                new = self.new_text(k, cap)
+            else:
+                new = f"_st_newn{k}({int(cap)})" if cap is not None and f"_st_newn{k}" in self.helpers else f"_st_new{k}()"
             fe.line(depth, f"{fe.bind(st.pat[0])} = {new}")
         elif op == "store_push":
             k = self.store_type(args[0].type.elem)
-            fe.line(depth, f"{fe.bind(st.pat[0])} = _st_push{k}({fe.a(args[0])}, {fe.a(args[1])})")
+            s, v = fe.a(args[0]), fe.a(args[1])
+            if self.inline_stores(k):
+                self.emit_push(fe, depth, fe.bind(st.pat[0]), s, v, k)
+            else:
+                fe.line(depth, f"{fe.bind(st.pat[0])} = _st_push{k}({s}, {v})")
             self.meter_line(fe, depth, args[0].type.elem.nbytes)
         elif op == "store_pop":
             k = self.store_type(args[0].type.elem)
+            s = fe.a(args[0])
             outs = [fe.bind(v) for v in st.pat]
-            fe.line(depth, f"{outs[0]}, {outs[1]} = _st_pop{k}({fe.a(args[0])})")
+            if self.inline_stores(k):
+                self.emit_pop(fe, depth, outs, s)
+            else:
+                fe.line(depth, f"{outs[0]}, {outs[1]} = _st_pop{k}({s})")
             self.meter_line(fe, depth, -args[0].type.elem.nbytes)
         elif op == "store_copy":
             elem = args[0].type.elem
@@ -377,6 +389,20 @@ class NumbaDialect(StoreHelpers):
             f"                out[c] = v\n"
             f"    return out"))
 
+    def _reduce_all_helper(self, op: str, dtype: str) -> str:
+        """min or max of a non-empty vector (any strides); NaN wins, as in np.min/np.max."""
+        name = f"_reduce_all_{op}_{dtype}"
+        cmp = "<" if op == "min" else ">"
+        return self.helper(name, (
+            f"{self.deco}\ndef {name}(x):\n"
+            f'    """{op} of a non-empty vector; NaN wins."""\n'
+            f"    out = x[0]\n"
+            f"    for k in range(1, x.shape[0]):\n"
+            f"        v = x[k]\n"
+            f"        if v {cmp} out or v != v:\n"
+            f"            out = v\n"
+            f"    return out"))
+
     # -- statements ----------------------------------------------------------------------
     def concat_copies(self, fe, st, depth) -> None:
         """A concatenation of many pieces as an allocation and one slice copy per
@@ -470,8 +496,11 @@ class NumbaDialect(StoreHelpers):
             return text
         if op == "where":
             c, x, y = args
-            if out_nd == 0:
-                return f"{_scalar_cast(out_t.dtype, A(x))} if {A(c)} else {_scalar_cast(out_t.dtype, A(y))}"
+            if out_nd == 0:   # a call, not a conditional expression: note [compile-time]
+                h = self.helper("_pb_sel", (f"{self.deco}\ndef _pb_sel(c, x, y):\n"
+                                             f'    """x if c else y, as one call (note [compile-time])."""\n'
+                                             f"    return x if c else y"))
+                return f"{h}({A(c)}, {_scalar_cast(out_t.dtype, A(x))}, {_scalar_cast(out_t.dtype, A(y))})"
             shp = _shape_tuple(out_t.shape)
             parts = [A(a) if tuple(a.type.shape) == tuple(out_t.shape) else
                      (f"np.full({shp}, {A(a)})" if _ndim(a) == 0 else
@@ -531,6 +560,11 @@ class NumbaDialect(StoreHelpers):
             nd = _ndim(x)
             if not axes:
                 return f"{A(x)}.copy()" if nd > 0 else A(x)
+            if (len(axes) == nd == 1 and op in ("min", "max") and out_t.dtype == x.type.dtype
+                    and x.type.dtype in ("f64", "f32") and int(x.type.shape[0]) >= 1):
+                # a loop, not numba's np.max/np.min (which compile np.take and an
+                # iterator: about 0.5 s per process, note [compile-time])
+                return f"{self._reduce_all_helper(op, out_t.dtype)}({A(x)})"
             if len(axes) == nd:
                 r = f"{ps._REDUCE[op]}({A(x)})"
                 return _scalar_cast(out_t.dtype, r) if out_t.dtype != x.type.dtype else r

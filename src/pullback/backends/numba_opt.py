@@ -18,6 +18,13 @@ Contract:
 - `llvm_tag() -> str`: the LLVM settings above as one string; `numba_backend`
   puts it into the module hash, so machine code built under one setting is
   never loaded for another.
+- `simplify_inlined(before, after) -> Prog`: `after` (`before` with calls
+  inlined) with common subexpressions merged and dead statements dropped
+  (`passes.simplify.simplify_func`) in the functions inlining changed: the
+  copies of an inlined body read again what the caller or a sibling copy
+  already read (det's minors re-read the same elements and 2 x 2
+  determinants). Values are unchanged (the IR is pure); numba has fewer
+  statements to type, lower and optimise.
 - `numba_opt(level)`: a context in which numba builds LLVM's pass pipelines
   at `level` (its `config.OPT`) and LLVM's vectoriser allows `memory_checks()`
   runtime checks, holding numba's global compiler lock so that no other
@@ -133,3 +140,15 @@ def forwarded(prog: Prog, f: Func) -> Func:
         seen.add(g.name)
         f = g
     return f
+
+
+def simplify_inlined(before: Prog, after: Prog) -> Prog:
+    """Merge common subexpressions in the functions that inlining changed
+    (module docstring)."""
+    if after is before:
+        return after
+    from ..passes.simplify import simplify_func
+
+    old = {f.name: f for f in before.funcs}
+    funcs = [f if old.get(f.name) is f else simplify_func(f) for f in after.funcs]
+    return after.with_funcs(funcs)

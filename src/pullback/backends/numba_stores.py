@@ -5,8 +5,12 @@ gives the index k of the store kind for elements of type `elem` and writes, on
 first use, through the dialect's `helper`, the value type `_SV{k}` and the
 helpers `_st_new{k}`, `_st_push{k}`, `_st_pop{k}` and `_st_zeros{k}`. Small
 fixed-shape values are copied into a growing buffer (`push_copies`); large
-arrays and stores of stores go into typed lists. A mixin of `NumbaDialect`,
-which provides `helper`, `store_types`, `push_copies`, `deco` and `deco_inline`.
+arrays and stores of stores go into typed lists. Outside mutual recursion a
+buffer store's new, push and pop print as statements in the caller
+(`inline_stores`, `new_text`, `emit_push`, `emit_pop`; note [compile-time]),
+growing through one flat helper per dtype, `_st_grow_<dtype>`. A mixin of
+`NumbaDialect`, which provides `helper`, `store_types`, `buffer_stores`,
+`push_copies`, `deco` and `deco_inline`.
 """
 from __future__ import annotations
 
@@ -81,6 +85,7 @@ class StoreHelpers:
             f"{write}\n"
             f"    return (buf, n + 1)"))
         self.helper(f"_st_pop{k}", f"{self.deco_inline}\ndef _st_pop{k}(s):\n    buf, n = s\n    return (buf, n - 1), {read}")
+        self.buffer_stores[k] = (dims, dt, shape)
         self.helper(f"_st_zeros{k}", (
             f"{self.deco_inline}\ndef _st_zeros{k}(s):\n"
             f"    return (np.zeros((max(s[1], 1){dims}), dtype={dt}), s[1])"))
@@ -105,3 +110,52 @@ class StoreHelpers:
         self.helper(f"_st_zeros{k}", (
             f"{self.deco}\ndef _st_zeros{k}(s):\n    out = List.empty_list({ety})\n"
             f"    for v in s:\n        out.append({zero})\n    return out"))
+
+    # -- buffer stores printed in place (note [compile-time]) ---------------------
+    def inline_stores(self, k: int) -> bool:
+        """Are pushes, pops and news of store kind `k` printed as statements in the
+        caller instead of calls of the `inline="always"` helpers? numba inlines such
+        a helper by running its front end again at every call site, about 30 ms
+        each; the statements are those the inlined helper would give. Only buffer
+        stores, and not where helpers are called anyway (mutual recursion)."""
+        return k in self.buffer_stores and self.deco_inline != self.deco
+
+    def new_text(self, k: int, cap) -> str:
+        dims, dt, _shape = self.buffer_stores[k]
+        n = int(cap) if cap is not None else max(4, min(1024, 8192 // max(self._size(k), 1)))
+        return f"(np.empty(({n}{dims}), dtype={dt}), 0)"
+
+    def _size(self, k: int) -> int:
+        size = 1
+        for d in self.buffer_stores[k][2]:
+            size *= d
+        return size
+
+    def emit_push(self, fe, depth: int, out: str, s: str, v: str, k: int) -> None:
+        """`out = _st_push{k}(s, v)`, as statements: grows the buffer when full
+        through `_st_grow_<dtype>` (not inlined; one numba function per dtype, on
+        the flat buffers), then copies `v` into its slot."""
+        dims, dt, shape = self.buffer_stores[k]
+        size = self._size(k)
+        g = dt.replace("np.", "_st_grow_")
+        self.helper(g, (f"{self.deco}\ndef {g}(old, used, size):\n    new = np.empty(size, dtype={dt})\n"
+                        f"    for q in range(used):\n        new[q] = old[q]\n    return new"))
+        b, n = fe.fresh("st_buf"), fe.fresh("st_n")
+        fe.line(depth, f"{b}, {n} = {s}")
+        fe.line(depth, f"if {n} == {b}.shape[0]:")   # full: twice the slots, through a helper shared by all
+        fe.line(depth + 1, f"{b} = {g}({b}.reshape(-1), {n} * {size}, (2 * {n} + 4) * {size}).reshape((2 * {n} + 4{dims}))")
+        ix = []
+        for a, d in enumerate(shape):
+            j = fe.fresh(f"st_a{a}")
+            fe.line(depth + a, f"for {j} in range({d}):")
+            ix.append(j)
+        fe.line(depth + len(shape), f"{b}[{', '.join([n, *ix])}] = {v}" + (f"[{', '.join(ix)}]" if ix else ""))
+        fe.line(depth, f"{out} = ({b}, {n} + 1)")
+
+    def emit_pop(self, fe, depth: int, outs: list, s: str) -> None:
+        """`outs[0], outs[1] = _st_pop{k}(s)`, as statements (the value is a view of
+        its slot, as `_st_pop{k}` returns it)."""
+        b, n = fe.fresh("st_buf"), fe.fresh("st_n")
+        fe.line(depth, f"{b}, {n} = {s}")
+        fe.line(depth, f"{outs[0]} = ({b}, {n} - 1)")
+        fe.line(depth, f"{outs[1]} = {b}[{n} - 1]")

@@ -3,7 +3,12 @@
 call of the intrinsic `numba_smul._pb_smul_s` (one product, one compare and a
 rarely taken branch); an array goes through a small helper that computes the
 plain product and applies the guard only when the product has a NaN. pysource
-prints the table implementation (the pass runs on numba only)."""
+prints the table implementation (the pass runs on numba only).
+
+The scalar form is a call, not a conditional expression at each site (note
+[compile-time]): numba turns every conditional expression into branches and a
+variable defined on two paths, which its SSA reconstruction then rewrites over
+the whole function; a call is one statement, typed once per signature."""
 from __future__ import annotations
 
 from . import register
