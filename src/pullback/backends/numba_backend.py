@@ -71,6 +71,7 @@ from ..errors import PullbackError
 from . import numba_cache
 from .leaves import coerce as _coerce
 from .numba_blas import defer_blas_check, ensure_blas_for
+from .numba_malloc import tune_malloc
 from .numba_opt import forwarded, llvm_tag, numba_opt, opt_level, simplify_inlined
 
 if TYPE_CHECKING:
@@ -375,30 +376,6 @@ class Spec:
     consts: object        # checks.ModuleArgs
     par: bool             # some map runs in parallel
     shape_args: tuple = ()  # a shape-generic module's literal values (`numba_generic`), passed last
-
-
-_MALLOC_TUNED = [False]
-
-
-def tune_malloc() -> bool:
-    """Keep freed memory in glibc's heap instead of returning it to the OS
-    (note [numba-malloc]); `PULLBACK_MALLOPT=0` opts out. Returns whether it applied."""
-    if _MALLOC_TUNED[0] or os.environ.get("PULLBACK_MALLOPT", "1") == "0" or not sys.platform.startswith("linux"):
-        return _MALLOC_TUNED[0]
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6")
-        m_trim_threshold, m_mmap_threshold, m_mmap_max = -1, -3, -4
-        ok = libc.mallopt(m_mmap_threshold, 32 * 1024 * 1024) == 1
-        ok = libc.mallopt(m_trim_threshold, 1024 * 1024 * 1024) == 1 and ok
-        # blocks over 32 MB (the threshold's maximum) come from the heap too; glibc
-        # still maps memory when the heap cannot grow
-        ok = libc.mallopt(m_mmap_max, 0) == 1 and ok
-    except (OSError, AttributeError):
-        ok = False
-    _MALLOC_TUNED[0] = ok
-    return ok
 
 
 def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, parallel: bool | None = None):
