@@ -131,16 +131,21 @@ def test_numba_opt_context_restores_and_locks():
     assert config.OPT is old
 
 
-def test_module_name_covers_the_level(_opt_env):
+def _names_under(var: str, values) -> set:
+    """The module's hash and source hash of one program under each value of `var`."""
     x = np.linspace(0.1, 0.9, 7)
     prog = numba_backend.lower(_grad_prog(big, x))
     src = numba_backend.emit_prog(prog, parallel=False)
     names = set()
-    for lv in ("2", "3"):
-        os.environ["PULLBACK_NUMBA_OPT"] = lv
+    for v in values:
+        os.environ[var] = v
         names.add(numba_backend._module_hash(prog, prog.main, src))
         names.add(numba_backend._src_hash(src))
-    assert len(names) == 4
+    return names
+
+
+def test_module_name_covers_the_level(_opt_env):
+    assert len(_names_under("PULLBACK_NUMBA_OPT", ("2", "3"))) == 4
 
 
 def test_values_equal_across_levels(_opt_env):
@@ -219,15 +224,7 @@ def test_nested_numba_opt_keeps_the_setting_until_the_outermost_exits(_memchecks
 
 
 def test_module_name_covers_memory_checks(_memchecks_env):
-    x = np.linspace(0.1, 0.9, 7)
-    prog = numba_backend.lower(_grad_prog(big, x))
-    src = numba_backend.emit_prog(prog, parallel=False)
-    names = set()
-    for n in ("128", "4096"):
-        os.environ["PULLBACK_NUMBA_MEMCHECKS"] = n
-        names.add(numba_backend._module_hash(prog, prog.main, src))
-        names.add(numba_backend._src_hash(src))
-    assert len(names) == 4
+    assert len(_names_under("PULLBACK_NUMBA_MEMCHECKS", ("128", "4096"))) == 4
 
 
 def test_values_equal_across_memory_checks(_memchecks_env):
