@@ -218,7 +218,7 @@ def test_wide_loops_vectorise_under_numba_opt_only(_memchecks_env):
 def test_nested_numba_opt_keeps_the_setting_until_the_outermost_exits(_memchecks_env):
     with numba_opt.numba_opt(3):
         with numba_opt.numba_opt(3):
-            pass
+            pass  # an inner context entered and left: it must not restore LLVM's default
         assert _vectorised(False)   # still inside the outer context
     assert not _vectorised(False)
 
