@@ -21,8 +21,8 @@ Every result is checked against pullback's. Each time is the median of
 `--runs` runs after one warm-up call, as wall time and (in parentheses) as the
 process's CPU time, all threads: on a shared, loaded machine the CPU time is
 the steadier figure, since it does not count the time other processes hold the
-core. The first call's wall time, which includes compiling, is reported
-separately. Sizes: ba at GradBench's ba1 (n = 49,
+core. The first call's wall and CPU time, which include compiling, are
+reported separately (with an empty PULLBACK_CACHE_DIR: cold compiles). Sizes: ba at GradBench's ba1 (n = 49,
 m = 7776, p = 31843) with a synthetic camera; ht on a synthetic 22-bone model
 with 544 vertices and 1084 triangles (ADBench's small model's sizes) at the
 given numbers of correspondences, simple and complicated.
@@ -50,12 +50,12 @@ from pullback.gradbench.modules import ba, ht
 
 
 def timed(f, runs):
-    """(result, first call's wall seconds, median wall seconds, median CPU seconds of the process).
-    CPU time (all threads) does not count the time other processes hold the core, so it is the
-    steadier figure on a shared machine."""
-    t0 = time.perf_counter()
+    """(result, (first call's wall seconds, its CPU seconds), median wall seconds, median CPU
+    seconds of the process). CPU time (all threads) does not count the time other processes hold
+    the core, so it is the steadier figure on a shared machine (the first call's includes compiling)."""
+    c0, t0 = time.process_time(), time.perf_counter()
     out = f()
-    first = time.perf_counter() - t0
+    first = (time.perf_counter() - t0, time.process_time() - c0)
     wall, cpu = [], []
     for _ in range(runs):
         c0, t0 = time.process_time(), time.perf_counter()
@@ -295,7 +295,7 @@ def bench_ba(n, m, p, runs, tools):
         out, f1, jt, jmin = timed(loop, max(1, runs // 3))
         np.testing.assert_allclose(out[0], blocks[0], rtol=1e-6, atol=1e-9 * np.abs(blocks).max())
         nan = float("nan")
-        rows.append((f"pb-loop (x{p / k:.0f})", nan, jt * p / k, nan, f1, nan, jmin * p / k))
+        rows.append((f"pb-loop (x{p / k:.0f})", nan, jt * p / k, (nan, nan), f1, nan, jmin * p / k))
     return rows
 
 
@@ -419,11 +419,11 @@ def show(title, rows):
     base = rows[0]
     print(f"\n{title}")
     print(f"{'tool':16s} {'obj ms (cpu)':>16s} {'jac ms (cpu)':>16s} {'pb/tool obj':>12s} {'pb/tool jac':>12s} "
-          f"{'first obj s':>11s} {'first jac s':>11s}")
+          f"{'first obj s (cpu)':>17s} {'first jac s (cpu)':>17s}")
     for name, ot, jt, f0, f1, omin, jmin in rows:
         print(f"{name:16s} {ot * 1e3:8.3f} ({omin * 1e3:6.3f}) {jt * 1e3:8.2f} ({jmin * 1e3:6.2f}) "
               f"{base[1] / ot:5.2f} ({base[5] / omin:4.2f}) {base[2] / jt:5.2f} ({base[6] / jmin:4.2f}) "
-              f"{f0:11.1f} {f1:11.1f}")
+              f"{f0[0]:9.1f} ({f0[1]:5.1f}) {f1[0]:9.1f} ({f1[1]:5.1f})")
 
 
 def main():
