@@ -108,22 +108,16 @@ def sparse_jacobian(cams, X, w, obs, feats):
     camsT, XT, cam_of, pt_of, featsT = soa(cams, X, obs, feats)
     (gc0, gx0, gw0), (gc1, gx1, gw1) = _rows(camsT, XT, w, cam_of, pt_of, featsT)
     # row 2i, then row 2i + 1: camera, point, weight entries; then the p weight rows. Written
-    # in place, block by block: each intermediate (p, 30) array would be one more pass over 8 MB.
+    # in place: each intermediate (p, 30) array would be one more pass over 8 MB.
     vals = np.empty((2 * per + 1) * p)
-    V = vals[:2 * per * p].reshape(p, 2 * per)
-    for k, (gc, gx, gw) in enumerate(((gc0, gx0, gw0), (gc1, gx1, gw1))):
-        V[:, k * per:k * per + NCAM] = gc.T
-        V[:, k * per + NCAM:k * per + NCAM + 3] = gx.T
-        V[:, k * per + NCAM + 3] = gw
+    vals[:2 * per * p].reshape(p, 2 * per)[...] = np.concatenate([gc0, gx0, gw0[None], gc1, gx1, gw1[None]]).T
     np.multiply(w, -2.0, out=vals[2 * per * p:])
     cols = np.empty((2 * per + 1) * p, dtype=np.int64)
     wcol = cols[2 * per * p:]
     np.add(np.arange(p), NCAM * n + 3 * m, out=wcol)
-    block = cols[:2 * per * p].reshape(p, 2, per)   # both rows of an observation: the same columns
-    np.add((NCAM * cam_of)[:, None], np.arange(NCAM), out=block[:, 0, :NCAM])
-    np.add((NCAM * n + 3 * pt_of)[:, None], np.arange(3), out=block[:, 0, NCAM:NCAM + 3])
-    block[:, 0, NCAM + 3] = wcol
-    block[:, 1] = block[:, 0]
+    block = cols[:2 * per * p].reshape(p, 2, per)
+    block[...] = np.concatenate([NCAM * cam_of + np.arange(NCAM)[:, None],
+                                 (NCAM * n + 3 * pt_of) + np.arange(3)[:, None], wcol[None]]).T[:, None]
     rows = np.concatenate([np.arange(2 * p + 1) * per, 2 * p * per + np.arange(1, p + 1)])
     return rows, cols, vals
 
