@@ -113,7 +113,7 @@ def test_bisection_memory_is_logarithmic_and_recompute_bounded():
 def test_binomial_memory_is_its_snapshots():
     x = np.linspace(0.1, 1.0, 16)
     for s in (1, 3, 6):
-        r = pb.memory_report(_loop(500), x, checkpoint=pb.Binomial(snapshots=s))
+        r = pb.memory_report(_loop(200), x, checkpoint=pb.Binomial(snapshots=s))
         assert r.peak_bytes <= (s + 1) * x.nbytes  # s snapshots and the working state
 
 

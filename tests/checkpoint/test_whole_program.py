@@ -63,14 +63,14 @@ def test_bisection_memory_grows_with_log_of_the_steps():
     t = O(2**d) steps; bisection keeps O(log t) states, so memory grows like
     d * log t = d**2, where the steps grow like 2**d."""
     peaks = {}
-    for d in (6, 10):
+    for d in (5, 9):
         r = pb.memory_report(tree, 0.7, np.int64(d), checkpoint=pb.Bisection())
         t = pb.primops(tree, 0.7, np.int64(d))
         w_max = 16 * (d + 2) + 64  # the stack: a tag and a value per level, plus the registers
         assert r.peak_bytes <= 2 * w_max * math.ceil(math.log2(t)), (d, r, t)
         peaks[d] = (r.peak_bytes, t)
-    (p6, t6), (p10, t10) = peaks[6], peaks[10]
-    assert t10 / t6 > 12 and p10 / p6 < 4
+    (p5, t5), (p9, t9) = peaks[5], peaks[9]
+    assert t9 / t5 > 12 and p9 / p5 < 4
 
 
 def test_primops_interrupt_resume():
