@@ -49,7 +49,7 @@ from . import numba_fusion as fusion
 from . import pysource as ps
 from .libcalls import LIBCALLS
 from .libcalls.vecmath import OPS as _VM_OPS
-from .numba_stores import StoreHelpers
+from .numba_stores import StoreHelpers, pop_copies
 
 _DECO = '@njit(cache=True, error_model="numpy")'
 # store operations run once per saved value: inlined into the caller at numba IR level
@@ -136,6 +136,7 @@ class NumbaDialect(StoreHelpers):
         self.unset: set = set()               # `full`s whose fill nobody sees (`prepare`)
         self.blas_operands = False            # a matmul printed `_pb_blas` (note [blas-operands])
         self.scratch_copies: set = set()      # ids of slice copies made into scratch arrays (`fusion_plan`)
+        self.pop_copies: set = set()          # ids of pops that copy their slot (`fusion_plan`)
 
     # -- hooks called by pysource -------------------------------------------------
     def prepare(self, prog) -> list[str]:
@@ -263,10 +264,13 @@ class NumbaDialect(StoreHelpers):
             k = self.store_type(args[0].type.elem)
             s = fe.a(args[0])
             outs = [fe.bind(v) for v in st.pat]
+            copy = id(st) in self.pop_copies   # its value may outlive a push (note [numba-stores])
             if self.inline_stores(k):
-                self.emit_pop(fe, depth, outs, s)
+                self.emit_pop(fe, depth, outs, s, copy)
             else:
                 fe.line(depth, f"{outs[0]}, {outs[1]} = _st_pop{k}({s})")
+                if copy:
+                    fe.line(depth, f"{outs[1]} = {outs[1]}.copy()")
             self.meter_line(fe, depth, -args[0].type.elem.nbytes)
         elif op == "store_copy":
             elem = args[0].type.elem
@@ -310,9 +314,12 @@ class NumbaDialect(StoreHelpers):
 
     def fusion_plan(self, body, fe=None):
         """The fused groups of `body` (`numba_fusion.plan`); with the emitter `fe`,
-        also notes the body's slice copies that go into scratch arrays
-        (`numba_scratch.copies`, note [short-loops])."""
+        also notes the body's pops that copy their slot (`numba_stores.pop_copies`,
+        note [numba-stores]) and, in a repeated body, its slice copies that go into
+        scratch arrays (`numba_scratch.copies`, note [short-loops])."""
         repeated = id(body) in self.repeated
+        if fe is not None:
+            self.pop_copies |= pop_copies(body, fe.own, self.push_copies)   # note [numba-stores]
         if repeated and fe is not None:
             self.scratch_copies |= numba_scratch.copies(body, fe.own, self.push_copies)
         return fusion.plan(body, repeated)

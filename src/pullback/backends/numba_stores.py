@@ -11,10 +11,18 @@ buffer store's new, push and pop print as statements in the caller
 growing through one flat helper per dtype, `_st_grow_<dtype>`. A mixin of
 `NumbaDialect`, which provides `helper`, `store_types`, `buffer_stores`,
 `push_copies`, `deco` and `deco_inline`.
+
+A pop of an array from a buffer store gives a view of its slot. `pop_copies(body,
+own, push_copies)` gives the ids of the `store_pop` statements of `body` whose
+value (or a view of it) may be read after a later push to the same store could
+have overwritten the slot; those pops copy the slot instead (note
+[numba-stores] "Popped views").
 """
 from __future__ import annotations
 
 from ..errors import PullbackError
+from ..ir.core import Apply, If, Loop, Prim, Var
+from ..ir.traverse import free_vars
 from ..ir.types import StoreType, TensorType
 from . import pysource as ps
 
@@ -62,8 +70,9 @@ class StoreHelpers:
         if nd:
             write = "\n".join(loops) + f"\n{body}buf[n{ix}] = v[{ix[2:]}]"
             # a view of the slot: stores are used linearly (LIFO), so the slot is only
-            # written again by a later push, and nothing pushes to a store while a value
-            # popped from it is live; popped values are never owned (never updated in place)
+            # written again by a later push; a pop whose value may outlive such a push
+            # copies instead (`pop_copies`); popped values are never owned (never
+            # updated in place)
             read = "buf[n - 1]"
         else:
             write, read = "    buf[n] = v", "buf[n - 1]"
@@ -152,10 +161,105 @@ class StoreHelpers:
         fe.line(depth + len(shape), f"{b}[{', '.join([n, *ix])}] = {v}" + (f"[{', '.join(ix)}]" if ix else ""))
         fe.line(depth, f"{out} = ({b}, {n} + 1)")
 
-    def emit_pop(self, fe, depth: int, outs: list, s: str) -> None:
+    def emit_pop(self, fe, depth: int, outs: list, s: str, copy: bool = False) -> None:
         """`outs[0], outs[1] = _st_pop{k}(s)`, as statements (the value is a view of
-        its slot, as `_st_pop{k}` returns it)."""
+        its slot, as `_st_pop{k}` returns it; with `copy`, a copy of it)."""
         b, n = fe.fresh("st_buf"), fe.fresh("st_n")
         fe.line(depth, f"{b}, {n} = {s}")
         fe.line(depth, f"{outs[0]} = ({b}, {n} - 1)")
-        fe.line(depth, f"{outs[1]} = {b}[{n} - 1]")
+        fe.line(depth, f"{outs[1]} = {b}[{n} - 1]" + (".copy()" if copy else ""))
+
+
+_READ_ONLY = frozenset({"store_pop", "store_copy", "store_zeros_like"})   # never write a store's buffer
+
+
+def pop_copies(body, own, push_copies) -> set:
+    """See the module docstring. `own`: the function's ownership analysis (an
+    update it does in place on a view of the popped value writes the slot too)."""
+    out = set()
+    stmts = body.stmts
+    for k, st in enumerate(stmts):
+        e = st.exp
+        if not (isinstance(e, Prim) and e.op == "store_pop"):
+            continue
+        elem = e.args[0].type.elem
+        if isinstance(elem, TensorType) and elem.shape and push_copies(elem) and \
+                _outlives_a_push(stmts[k + 1:], body.result, st.pat[0], st.pat[1], own, push_copies):
+            out.add(id(st))
+    return out
+
+
+def _outlives_a_push(stmts, result, store, value, own, push_copies) -> bool:
+    """May `value`, popped leaving `store`, or an array sharing its memory be read
+    after a statement of `stmts` that may push to `store` (a push, or a call,
+    `If`, `Loop` or `Map` it is passed to), or leave the body (`result`) beside
+    the store?"""
+    chain, share, pushed = {store}, {value}, False
+    for st in stmts:
+        e = st.exp
+        reads = set(e.args) if isinstance(e, (Prim, Apply)) else free_vars(e)
+        shared = bool(reads & share)
+        if pushed and shared:
+            return True
+        if reads & chain:
+            if isinstance(e, Prim) and e.op in _READ_ONLY:
+                if e.op == "store_pop":   # (copies and zeros are new buffers)
+                    chain.add(st.pat[0])
+            elif isinstance(e, Prim) and e.op == "store_push" and e.args[1] in share:
+                pushed = True   # the value is copied in before its slot could be written
+            else:
+                if shared:
+                    return True   # a callee or a nested body may push, then read the value
+                pushed = True
+        if shared:
+            if isinstance(e, Prim) and e.op == "store_push" and e.args[0] not in chain \
+                    and not push_copies(e.args[0].type.elem):
+                return True   # kept by reference in another store
+            share.update(_sharing(st, share, own))
+    live = {a for a in result if isinstance(a, Var)}
+    return bool(live & share) and (pushed or bool(live & chain))
+
+
+def _spread(stmts, share: set, own) -> set:
+    """`share` grown by the values of `stmts` that may share memory with it."""
+    for st in stmts:
+        e = st.exp
+        reads = set(e.args) if isinstance(e, (Prim, Apply)) else free_vars(e)
+        if reads & share:
+            share.update(_sharing(st, share, own))
+    return share
+
+
+def _sharing(st, share: set, own) -> list:
+    """The results of `st` (which reads a value of `share`) that may share memory
+    with a value of `share`: a view (`ownership._aliasing_args`) or an update in
+    place of one, a call's results, and the results of an `If` or `Loop` whose
+    bodies may return one; other primitives (and `Map`s' stacked outputs, but not
+    their accumulators) make fresh arrays."""
+    from .pysource.ownership import _aliasing_args
+
+    e = st.exp
+    if isinstance(e, Prim):
+        if e.op == "store_push":
+            return []   # (a buffer store copies; `_outlives_a_push` checks the others)
+        taken = list(_aliasing_args(e))
+        if id(st) in own.inplace:
+            taken.append(e.args[0])
+        if id(st) in own.inplace_add:
+            taken.append(own.inplace_add[id(st)])
+        return list(st.pat) if any(a in share for a in taken if isinstance(a, Var)) else []
+    if isinstance(e, If):
+        out = []
+        for b in (e.then, e.else_):
+            inner = _spread(b.stmts, set(share), own)
+            out += [v for v, r in zip(st.pat, b.result) if r in inner]
+        return out
+    if isinstance(e, Loop) and len(st.pat) == len(e.params):
+        carried = {p for p, a in zip(e.params, e.init) if a in share}
+        while True:   # the parameters that may hold a shared value, to a fixed point
+            inner = _spread(e.body.stmts, share | carried, own)
+            more = {p for p, r in zip(e.params, e.body.result) if r in inner} - carried
+            if not more:
+                return [v for v, p in zip(st.pat, e.params) if p in carried]
+            carried |= more
+    return list(st.pat)
