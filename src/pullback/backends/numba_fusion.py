@@ -57,7 +57,8 @@ class Group:
     fused: list = field(default_factory=list)     # Lets, in order
     hoisted: list = field(default_factory=list)   # Lets, in order
     keep: set = field(default_factory=set)        # fused results used after the group
-    stores: list = field(default_factory=list)  # `index_update`s right after, written from the loop (`_store`)
+    stores: list = field(default_factory=list)  # `index_update`s in or right after the run, written from the loop (`_store`)
+    live: set = field(default_factory=set)      # fused results read after the group (its stores excluded)
     pre: list = field(default_factory=list)     # pure statements between the loop and those updates
     repeated: bool = False     # the body runs more than once per call (numba_scratch)
     rest: tuple = ()           # with `repeated`: the body's statements after the group
@@ -123,11 +124,21 @@ def plan(body: Body, repeated: bool = False) -> dict[int, Group]:
         reduced: set = set()
         reads: set = set()      # atoms the fused statements read
         hoisted_out: set = set()  # results of hoisted updates: fused statements may not read them
+        written: set = set()    # arrays the loop's stores write, their results and views: no one else reads them
+        chains: dict = {}       # result of a store in the run -> the stores of its array so far
         j = k
         while j < len(stmts):
             st = stmts[j]
             args = set(st.exp.args) if isinstance(st.exp, Prim) else set()
-            if args & hoisted_out:
+            if _mid_store(g, st, stmts[:j], fused_vars, reads | hoisted_out | written, chains):
+                # an update in the run, written by the loop (its value stays a scalar for later statements)
+                x = st.exp.args[0]
+                g.stores.append(st)
+                chains[st.pat[0]] = chains.pop(x, []) + [st]
+                written |= {x, st.pat[0]} | _views(stmts[:j], x)
+                j += 1
+                continue
+            if args & (hoisted_out | written):
                 break
             if _fusable(st, g.shape, reduced):
                 g.fused.append(st)
@@ -137,7 +148,7 @@ def plan(body: Body, repeated: bool = False) -> dict[int, Group]:
                 g.fused.append(st)
                 reduced.update(st.pat)
                 reads |= args
-            elif _hoistable(st, fused_vars | reduced, reads):
+            elif _hoistable(st, fused_vars | reduced, reads | written):
                 g.hoisted.append(st)
                 if st.exp.op in _NOT_HOISTABLE:
                     hoisted_out.update(st.pat)
@@ -150,8 +161,10 @@ def plan(body: Body, repeated: bool = False) -> dict[int, Group]:
             g.hoisted.pop()
             j -= 1
         g.end = j
-        g.keep = (fused_vars & uses_after[j]) | reduced
-        _take_stores(g, stmts, reads | hoisted_out, uses_after)
+        # results read after the run, or by its updates (printed after the loop when not in place)
+        g.keep = (fused_vars & (uses_after[j] | {st.exp.args[1] for st in g.stores})) | reduced
+        _take_stores(g, stmts, reads | hoisted_out | written, uses_after)
+        g.live = fused_vars & uses_after[g.end]
         if len(g.fused) >= 2 or g.stores:   # one statement: worth a loop when it writes an update
             if repeated:
                 g.repeated, g.rest, g.result = True, stmts[g.end:], body.result
@@ -193,6 +206,64 @@ def _views_read(before, st: Let, reads: set) -> set:
         if isinstance(b.exp, Prim) and any(a in views for a in _aliasing_args(b.exp)):
             views.update(b.pat)
     return {x} if (views - {x}) & reads else set()
+
+
+def _views(before, x) -> set:
+    """The views of array x made by the statements `before` (x excluded)."""
+    from .pysource.ownership import _aliasing_args
+
+    views = {x}
+    for b in before:
+        if isinstance(b.exp, Prim) and any(a in views for a in _aliasing_args(b.exp)):
+            views.update(b.pat)
+    return views - {x}
+
+
+def _mid_store(g: Group, st: Let, before: list, fused_vars: set, touched: set, chains: dict) -> bool:
+    """May the loop of the run being planned write `index_update` st, met in the
+    run, itself (note [numba-fusion], "stores in the run")? As `_store`, with a
+    value computed elementwise in the run so far (later fused statements read
+    it as the scalar), whether or not anything reads it after; its array must
+    be neither read by the run nor read through a view (`touched`), nor updated
+    already by it, except as the next link of a chain of updates (x is the
+    result of one of the run's stores) whose regions are pairwise disjoint, so
+    that no element is written twice and the order of writes is moot."""
+    e = st.exp
+    if not (isinstance(e, Prim) and e.op == "index_update" and e.args[1] in fused_vars):
+        return False
+    x = e.args[0]
+    chain = chains.get(x)
+    if chain is not None:
+        if not all(_disjoint(st, c) for c in chain):
+            return False
+        touched = touched - {x}
+    return _store(g, st, touched | _views_read(before, st, touched), set())
+
+
+def _disjoint(a: Let, b: Let) -> bool:
+    """Do `index_update`s a and b (of arrays of one shape) write disjoint regions?
+    Shown by one axis where both take different constant indices, or static
+    slices with no index in common."""
+    shape = tuple(a.exp.args[0].type.shape)
+    if tuple(b.exp.args[0].type.shape) != shape:
+        return False
+
+    def axes(e):
+        spec = tuple(e.p["spec"]) + (("s", None, None, None),) * (len(shape) - len(e.p["spec"]))
+        it, out = iter(e.args[2:]), []
+        for d, sp in zip(shape, spec):
+            if sp[0] == "d":
+                i = next(it)
+                ok = isinstance(i, Const) and i.type.dtype == "i64" and -int(d) <= int(i.value) < int(d)
+                out.append({int(i.value) % int(d)} if ok else None)
+            elif sp[0] == "ds":
+                next(it)
+                out.append(None)
+            else:
+                out.append(set(range(*slice(sp[1], sp[2], sp[3]).indices(int(d)))))
+        return out
+
+    return any(p is not None and q is not None and not (p & q) for p, q in zip(axes(a.exp), axes(b.exp)))
 
 
 def _take_stores(g: Group, stmts: list, touched: set, uses_after: list) -> None:
@@ -286,6 +357,7 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
     for st in g.hoisted:
         fe.provenance(st, depth)
         fe.stmt(st, depth)
+        fe.here[-1].update(st.pat)
     fused_vars = {st.pat[0] for st in g.fused}
     arrays: dict = {}  # array operand -> the name it is read through (constants bound once)
     for st in g.fused:
@@ -309,11 +381,16 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
         fe.provenance(st, depth)
         fe.stmt(st, depth)
         fe.here[-1].update(st.pat)
-    # the updates after the loop, written from it when in place (a gate would skip stores)
-    # and their array is bound in this body (a view of it made outside could be read here)
-    written = [st for st in g.stores if gate is None and (
-        st.exp.op == "concatenate" or (id(st) in fe.own.inplace and st.exp.args[0] in fe.here[-1]))]
-    stored = {}  # value the loop writes -> (the update or concatenation, the array's name, offset)
+    # the updates, written from the loop when in place (a gate would skip stores) and their
+    # array is bound in this body (a view of it made outside could be read here), or is the
+    # result of an update written by the loop (a chain of disjoint updates, `_mid_store`)
+    written = []
+    for st in g.stores if gate is None else ():
+        x = st.exp.args[0]
+        if st.exp.op == "concatenate" or (id(st) in fe.own.inplace and (
+                x in fe.here[-1] or any(w.pat[0] is x for w in written))):
+            written.append(st)
+    stored = {}  # value the loop writes -> [(the update or concatenation, the array's name, offset)]
     for st in written:
         if st.exp.op == "concatenate":   # a fresh array: the loop writes its pieces, copies fill the rest
             fe.provenance(st, depth)
@@ -322,10 +399,10 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
             fe.line(depth, f"{name} = np.empty({ps._shape_lit(t.shape)}, dtype={ps._NP_DTYPE[t.dtype]})"
                     "  # pb:concatenate")
             for v, off in concat_pieces(g, st, set()).items():
-                stored[v] = (st, name, off)
+                stored.setdefault(v, []).append((st, name, off))
         else:
             fe.emit_checks(st, depth)
-            stored[st.exp.args[1]] = (st, fe.update_target(st, depth), None)
+            stored.setdefault(st.exp.args[1], []).append((st, fe.update_target(st, depth), None))
     local = _scratch_outputs(fe, dialect, g, gate)
     sums = {}  # sum result -> the kept axes
     lanes = {}  # full sums -> the name of their partial sums
@@ -347,7 +424,7 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
                 lanes[v] = fe.fresh(f"{v.name}_lanes")
                 fe.line(depth, f"{lanes[v]} = np.zeros({_LANES}, dtype={dt})")
             continue
-        if v in stored:   # written into the updated array (see `_body`), never materialised
+        if v in stored and v not in g.live:   # written into the updated array (see `_body`) only
             continue
         acc = inplace_acc(st)
         if acc is not None:
@@ -420,8 +497,8 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
           {v: f"{lanes[v]}[{idx[-1]} & {_LANES - 1}] +=" for v in lanes}, regs, stored)
     for v, r in regs.items():
         if v in stored:   # the update, at this row (same additions: the sum starts at 0)
-            st, name, _ = stored[v]
-            fe.line(inner - 1, f"{store_target(fe, st, name, [idx[d] for d in sums[v]])} {r}  # pb:index_update")
+            for st, name, _ in stored[v]:
+                fe.line(inner - 1, f"{store_target(fe, st, name, [idx[d] for d in sums[v]])} {r}  # pb:index_update")
         else:
             fe.line(inner - 1, f"{_sum_elem(fe, v, sums[v], idx)} = {r}")
     for v, ln in lanes.items():
@@ -432,7 +509,7 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
             fe.provenance(st, depth)
             fe.stmt(st, depth)
         elif st.exp.op == "concatenate":   # the pieces the loop did not write
-            _copy_pieces(fe, st, {v for v, (s2, _, _) in stored.items() if s2 is st}, depth)
+            _copy_pieces(fe, st, {v for v, ws in stored.items() if any(s2 is st for s2, _, _ in ws)}, depth)
 
 
 def _copy_pieces(fe, st: Let, done: set, depth: int) -> None:
@@ -545,6 +622,5 @@ def _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars, lanes, 
         fe.line(inner, f"{name} = {text}  # pb:{e.op}")
         if v in outs:
             fe.line(inner, f"{outs[v]}[{', '.join(idx)}] = {name}")
-        if v in stored:
-            up, target, off = stored[v]
+        for up, target, off in stored.get(v, ()):
             fe.line(inner, f"{store_target(fe, up, target, idx, off)} {name}  # pb:{up.exp.op}")
