@@ -90,6 +90,24 @@ def reads_old_view(x, y):                 # a view of the array, made before, re
     return z, v * t + x
 
 
+def updates_a_run_result(x, y):           # the updated array is the run's own result
+    t = x * y
+    u = np.sin(x) + y
+    t[1:] += u[1:]
+    return t + 1.0
+
+
+def updates_a_run_result_2d(c, y):        # ... in two dimensions, as an adjoint can
+    t = c * y
+    t[0] += np.cos(t[1])
+    return t
+
+
+def reversed_product(a):                  # its adjoint updates a result of the run (c_adj)
+    c = np.transpose(a.reshape(2, 3, 4), (1, 0, 2))
+    return np.sum(c * c[::-1])
+
+
 CASES = [
     (read_later, [(9,), (9,)], 1, 2),
     (disjoint_rows, [(7,), (7,)], 1, 3),
@@ -99,6 +117,9 @@ CASES = [
     (overlapping, [(6,), (6,)], None, 1),
     (reads_ahead, [(6,), (6,)], None, None),
     (reads_old_view, [(6,), (6,)], None, None),
+    (updates_a_run_result, [(6,), (6,)], None, None),
+    (updates_a_run_result_2d, [(3, 4), (4,)], None, None),
+    (pb.grad(reversed_product), [(6, 4)], None, None),
 ]
 
 

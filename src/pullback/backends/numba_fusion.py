@@ -168,7 +168,7 @@ def plan(body: Body, repeated: bool = False) -> dict[int, Group]:
             j -= 1
         g.end = j
         # results read after the run, or by its updates (printed after the loop when not in place)
-        g.keep = (fused_vars & (uses_after[j] | {st.exp.args[1] for st in g.stores})) | reduced
+        g.keep = (fused_vars & uses_after[j].union(*(free_vars(st.exp) for st in g.stores))) | reduced
         _take_stores(g, stmts, reads | hoisted_out | written, uses_after)
         g.live = fused_vars & uses_after[g.end]
         if len(g.fused) >= 2 or g.stores:   # one statement: worth a loop when it writes an update
