@@ -293,7 +293,7 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
     for st in g.stores if gate is None else ():
         x = st.exp.args[0]
         if st.exp.op == "concatenate" or (id(st) in fe.own.inplace and (
-                x in fe.here[-1] or any(w.pat[0] is x for w in written))):
+                x in fe.here[-1] or any(w.pat[0] == x for w in written))):
             written.append(st)
     stored = {}  # value the loop writes -> [(the update or concatenation, the array's name, offset)]
     for st in written:
