@@ -46,6 +46,7 @@ from ..ir.prims.indexing import region_shape
 from ..ir.types import StoreType, TensorType
 from . import checks, numba_fill, numba_parallel, numba_scratch
 from . import numba_fusion as fusion
+from . import numba_regions as regions
 from . import pysource as ps
 from .libcalls import LIBCALLS
 from .libcalls.vecmath import OPS as _VM_OPS
@@ -445,8 +446,8 @@ class NumbaDialect(StoreHelpers):
                 return
             # a region: an explicit loop nest (numba's slice assignment is slow to compile)
             js = [fe.fresh(f"j{d}") for d in range(len(region))]
-            target = fusion.region_index(fe, st, js)
-            val = fe.a(v) if _ndim(v) == 0 else f"{fe.a(v)}[{fusion.broadcast_index(v, region, js)}]"
+            target = regions.region_index(fe, st, js)
+            val = fe.a(v) if _ndim(v) == 0 else f"{fe.a(v)}[{regions.broadcast_index(v, region, js)}]"
             for d, (j, n) in enumerate(zip(js, region)):
                 fe.line(depth + d, f"for {j} in range({n}):")
             fe.line(depth + len(region), f"{name}[{target}] {opr} {val}")

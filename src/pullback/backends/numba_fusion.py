@@ -6,13 +6,17 @@ Contract:
   fuse, keyed by the index of their first statement. A group is a maximal run
   of statements `stmts[start:end]` in which every statement is either *fused*
   (an elementwise primitive whose result has the group's static shape S, and
-  whose array operands broadcast to S) or *hoisted* (a pure primitive that
-  reads no fused result: it is emitted before the loop, unchanged). Groups
-  have at least two fused statements.
+  whose array operands broadcast to S), *hoisted* (a pure primitive that
+  reads no fused result: it is emitted before the loop, unchanged) or a
+  *store* (an `index_update` of a fused result that the loop writes itself,
+  `_mid_store`; later statements read the value as the scalar). After the
+  run, `_take_stores` may add trailing updates and concatenations. Groups
+  have at least two fused statements, or a store.
 - `emit(fe, dialect, group, depth)`: emits the hoisted statements, then
   ``for i0 in range(S0): for i1 ...:`` computing every fused statement as a
   scalar (with the same scalar forms the dialect prints for 0-d code), and
-  writes into a fresh ``np.empty(S)`` only the results used after the group.
+  writes into a fresh ``np.empty(S)`` only the results used after the group
+  (or by an update not done in place, printed after the loop).
   Semantics are unchanged: every materialized result is a fresh array, as the
   unfused NumPy expression would have made; the others are never observed.
   Integer ``//`` and ``%`` check each divisor in the loop (note
@@ -30,6 +34,8 @@ from ..ir.types import TensorType
 from . import checks, numba_gate, numba_scratch
 from . import pysource as ps
 from .libcalls import elementwise_ops
+from .numba_regions import (broadcast_index, concat_pieces, copy_pieces, disjoint, same_region, store_target,
+                            views, views_read)
 
 _ELEMENTWISE = (set(ps._UNARY_FN) | (set(ps._BIN_FN) - {"matmul"})
                 | {"logistic", "where", "cast", "broadcast_to"} | elementwise_ops())
@@ -57,7 +63,8 @@ class Group:
     fused: list = field(default_factory=list)     # Lets, in order
     hoisted: list = field(default_factory=list)   # Lets, in order
     keep: set = field(default_factory=set)        # fused results used after the group
-    stores: list = field(default_factory=list)  # `index_update`s right after, written from the loop (`_store`)
+    stores: list = field(default_factory=list)  # `index_update`s in or right after the run, written from the loop (`_store`)
+    live: set = field(default_factory=set)      # fused results read after the group (its stores excluded)
     pre: list = field(default_factory=list)     # pure statements between the loop and those updates
     repeated: bool = False     # the body runs more than once per call (numba_scratch)
     rest: tuple = ()           # with `repeated`: the body's statements after the group
@@ -123,11 +130,21 @@ def plan(body: Body, repeated: bool = False) -> dict[int, Group]:
         reduced: set = set()
         reads: set = set()      # atoms the fused statements read
         hoisted_out: set = set()  # results of hoisted updates: fused statements may not read them
+        written: set = set()    # arrays the loop's stores write, their results and views: no one else reads them
+        chains: dict = {}       # result of a store in the run -> the stores of its array so far
         j = k
         while j < len(stmts):
             st = stmts[j]
             args = set(st.exp.args) if isinstance(st.exp, Prim) else set()
-            if args & hoisted_out:
+            if _mid_store(g, st, stmts[:j], fused_vars, reads | hoisted_out | written, chains):
+                # an update in the run, written by the loop (its value stays a scalar for later statements)
+                x = st.exp.args[0]
+                g.stores.append(st)
+                chains[st.pat[0]] = chains.pop(x, []) + [st]
+                written |= {x, st.pat[0]} | views(stmts[:j], x)
+                j += 1
+                continue
+            if args & (hoisted_out | written):
                 break
             if _fusable(st, g.shape, reduced):
                 g.fused.append(st)
@@ -137,7 +154,7 @@ def plan(body: Body, repeated: bool = False) -> dict[int, Group]:
                 g.fused.append(st)
                 reduced.update(st.pat)
                 reads |= args
-            elif _hoistable(st, fused_vars | reduced, reads):
+            elif _hoistable(st, fused_vars | reduced, reads | written):
                 g.hoisted.append(st)
                 if st.exp.op in _NOT_HOISTABLE:
                     hoisted_out.update(st.pat)
@@ -150,8 +167,10 @@ def plan(body: Body, repeated: bool = False) -> dict[int, Group]:
             g.hoisted.pop()
             j -= 1
         g.end = j
-        g.keep = (fused_vars & uses_after[j]) | reduced
-        _take_stores(g, stmts, reads | hoisted_out, uses_after)
+        # results read after the run, or by its updates (printed after the loop when not in place)
+        g.keep = (fused_vars & uses_after[j].union(*(free_vars(st.exp) for st in g.stores))) | reduced
+        _take_stores(g, stmts, reads | hoisted_out | written, uses_after)
+        g.live = fused_vars & uses_after[g.end]
         if len(g.fused) >= 2 or g.stores:   # one statement: worth a loop when it writes an update
             if repeated:
                 g.repeated, g.rest, g.result = True, stmts[g.end:], body.result
@@ -162,37 +181,28 @@ def plan(body: Body, repeated: bool = False) -> dict[int, Group]:
     return groups
 
 
-def region_index(fe, st: Let, js: list[str]) -> str:
-    """Index text of the element of `index_update` st's array that region
-    position `js` (one loop index per region axis) updates."""
-    e: Prim = st.exp
-    x, spec = e.args[0], e.p["spec"]
-    target, it, jt = [], iter(e.args[2:]), iter(js)
-    for d, sp in zip(x.type.shape, tuple(spec) + (("s", None, None, None),) * (len(x.type.shape) - len(spec))):
-        if sp[0] == "d":
-            i = next(it)
-            target.append(f"int({fe.a(i)})" if i.type.dtype == "bool" else fe.a(i))
-        elif sp[0] == "ds":  # a dynamic slice x[i:i+k] (its start checked by emit_checks)
-            target.append(f"{fe.a(next(it))} + {next(jt)}")
-        else:
-            r = range(*slice(sp[1], sp[2], sp[3]).indices(int(d)))
-            j = next(jt)
-            term = j if r.step == 1 else f"{r.step} * {j}"
-            target.append(term if r.start == 0 else f"{r.start} + {term}")
-    return ", ".join(target)
-
-
-def _views_read(before, st: Let, reads: set) -> set:
-    """{x} if the group reads a view of `index_update` st's array x made in this
-    body (writing x from the loop would change what the group reads), else {}."""
-    from .pysource.ownership import _aliasing_args
-
-    x = st.exp.args[0] if isinstance(st.exp, Prim) and st.exp.args else None
-    views = {x}
-    for b in before:
-        if isinstance(b.exp, Prim) and any(a in views for a in _aliasing_args(b.exp)):
-            views.update(b.pat)
-    return {x} if (views - {x}) & reads else set()
+def _mid_store(g: Group, st: Let, before: list, fused_vars: set, touched: set, chains: dict) -> bool:
+    """May the loop of the run being planned write `index_update` st, met in the
+    run, itself (note [numba-fusion], "stores in the run")? As `_store`, with a
+    value computed elementwise in the run so far (later fused statements read
+    it as the scalar), whether or not anything reads it after; its array must
+    be neither read by the run nor read through a view (`touched`), nor updated
+    already by it, except as the next link of a chain of updates (x is the
+    result of one of the run's stores) in which any two regions are disjoint,
+    or the same region whose values the loop computes in the order of the
+    updates: each element then gets the same writes in the same order."""
+    e = st.exp
+    if not (isinstance(e, Prim) and e.op == "index_update" and e.args[1] in fused_vars):
+        return False
+    x = e.args[0]
+    chain = chains.get(x)
+    if chain is not None:
+        pos = {f.pat[0]: n for n, f in enumerate(g.fused)}
+        if not all(disjoint(st, c) or (same_region(st, c) and pos[e.args[1]] >= pos[c.exp.args[1]])
+                   for c in chain):
+            return False
+        touched = touched - {x}
+    return _store(g, st, touched | views_read(before, st, touched), set())
 
 
 def _take_stores(g: Group, stmts: list, touched: set, uses_after: list) -> None:
@@ -208,7 +218,7 @@ def _take_stores(g: Group, stmts: list, touched: set, uses_after: list) -> None:
     while k < len(stmts):
         st = stmts[k]
         e = st.exp
-        if _store(g, st, barred | _views_read(stmts[:k], st, touched), uses_after[k + 1]):
+        if _store(g, st, barred | views_read(stmts[:k], st, touched), uses_after[k + 1]):
             g.stores.append(st)
             g.pre.extend(pending)
             pending = []
@@ -248,44 +258,11 @@ def _store(g: Group, st: Let, touched: set, used_after: set) -> bool:
             and not any(a in fused for a in dyn))
 
 
-def concat_pieces(g: Group, st: Let, used_after: set) -> dict:
-    """The pieces of `concatenate` st that group g's loop writes into the
-    result itself: elementwise results of g with the group's shape, used once
-    there and nowhere after -> their offset along the axis."""
-    e: Prim = st.exp
-    axis = int(e.p["axis"])
-    mine = {f.pat[0] for f in g.fused if f.exp.op != "sum" and tuple(f.pat[0].type.shape) == tuple(g.shape)}
-    out, off = {}, 0
-    for a in e.args:
-        if a in mine and e.args.count(a) == 1 and a not in used_after and a.type.dtype == st.pat[0].type.dtype:
-            out[a] = off
-        off += int(a.type.shape[axis])
-    return out
-
-
-def store_target(fe, st: Let, name: str, js: list[str], off=None) -> str:
-    """Text of the element an update or concatenation `st` writes at region
-    position `js`, with its operator: ``x[i, 1 + j] +=``. `off`: a concatenation's
-    offset of the piece along its axis."""
-    e: Prim = st.exp
-    if e.op == "concatenate":
-        axis = int(e.p["axis"])
-        ix = [j if (d != axis or not off) else f"{off} + {j}" for d, j in enumerate(js)]
-        return f"{name}[{', '.join(ix)}] ="
-    return f"{name}[{region_index(fe, st, js)}] {'=' if e.p['mode'] == 'set' else '+='}"
-
-
-def broadcast_index(x, shape: tuple, idx: list[str]) -> str:
-    """Index text of array `x` (broadcast to `shape`) at loop position `idx`."""
-    xs = tuple(x.type.shape)
-    off = len(shape) - len(xs)
-    return ", ".join("0" if (d == 1 and shape[off + j] != 1) else idx[off + j] for j, d in enumerate(xs))
-
-
 def emit(fe, dialect, g: Group, depth: int) -> None:
     for st in g.hoisted:
         fe.provenance(st, depth)
         fe.stmt(st, depth)
+        fe.here[-1].update(st.pat)
     fused_vars = {st.pat[0] for st in g.fused}
     arrays: dict = {}  # array operand -> the name it is read through (constants bound once)
     for st in g.fused:
@@ -309,11 +286,16 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
         fe.provenance(st, depth)
         fe.stmt(st, depth)
         fe.here[-1].update(st.pat)
-    # the updates after the loop, written from it when in place (a gate would skip stores)
-    # and their array is bound in this body (a view of it made outside could be read here)
-    written = [st for st in g.stores if gate is None and (
-        st.exp.op == "concatenate" or (id(st) in fe.own.inplace and st.exp.args[0] in fe.here[-1]))]
-    stored = {}  # value the loop writes -> (the update or concatenation, the array's name, offset)
+    # the updates, written from the loop when in place (a gate would skip stores) and their
+    # array is bound in this body (a view of it made outside could be read here), or is the
+    # result of an update written by the loop (a chain of disjoint updates, `_mid_store`)
+    written = []
+    for st in g.stores if gate is None else ():
+        x = st.exp.args[0]
+        if st.exp.op == "concatenate" or (id(st) in fe.own.inplace and (
+                x in fe.here[-1] or any(w.pat[0] == x for w in written))):
+            written.append(st)
+    stored = {}  # value the loop writes -> [(the update or concatenation, the array's name, offset)]
     for st in written:
         if st.exp.op == "concatenate":   # a fresh array: the loop writes its pieces, copies fill the rest
             fe.provenance(st, depth)
@@ -322,10 +304,10 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
             fe.line(depth, f"{name} = np.empty({ps._shape_lit(t.shape)}, dtype={ps._NP_DTYPE[t.dtype]})"
                     "  # pb:concatenate")
             for v, off in concat_pieces(g, st, set()).items():
-                stored[v] = (st, name, off)
+                stored.setdefault(v, []).append((st, name, off))
         else:
             fe.emit_checks(st, depth)
-            stored[st.exp.args[1]] = (st, fe.update_target(st, depth), None)
+            stored.setdefault(st.exp.args[1], []).append((st, fe.update_target(st, depth), None))
     local = _scratch_outputs(fe, dialect, g, gate)
     sums = {}  # sum result -> the kept axes
     lanes = {}  # full sums -> the name of their partial sums
@@ -347,7 +329,7 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
                 lanes[v] = fe.fresh(f"{v.name}_lanes")
                 fe.line(depth, f"{lanes[v]} = np.zeros({_LANES}, dtype={dt})")
             continue
-        if v in stored:   # written into the updated array (see `_body`), never materialised
+        if v in stored and v not in g.live:   # written into the updated array (see `_body`) only
             continue
         acc = inplace_acc(st)
         if acc is not None:
@@ -420,8 +402,8 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
           {v: f"{lanes[v]}[{idx[-1]} & {_LANES - 1}] +=" for v in lanes}, regs, stored)
     for v, r in regs.items():
         if v in stored:   # the update, at this row (same additions: the sum starts at 0)
-            st, name, _ = stored[v]
-            fe.line(inner - 1, f"{store_target(fe, st, name, [idx[d] for d in sums[v]])} {r}  # pb:index_update")
+            for st, name, _ in stored[v]:
+                fe.line(inner - 1, f"{store_target(fe, st, name, [idx[d] for d in sums[v]])} {r}  # pb:index_update")
         else:
             fe.line(inner - 1, f"{_sum_elem(fe, v, sums[v], idx)} = {r}")
     for v, ln in lanes.items():
@@ -432,25 +414,7 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
             fe.provenance(st, depth)
             fe.stmt(st, depth)
         elif st.exp.op == "concatenate":   # the pieces the loop did not write
-            _copy_pieces(fe, st, {v for v, (s2, _, _) in stored.items() if s2 is st}, depth)
-
-
-def _copy_pieces(fe, st: Let, done: set, depth: int) -> None:
-    """Loop nests copying the pieces of concatenation st not in `done` into its
-    result (numba's slice assignment is slow to compile)."""
-    e: Prim = st.exp
-    axis, name, off = int(e.p["axis"]), fe.py[st.pat[0]], 0
-    for a in e.args:
-        if a not in done:
-            src = fe.a(a)
-            if isinstance(a, Const):
-                src = fe.fresh("c")
-                fe.line(depth, f"{src} = {fe.a(a)}")
-            js = [fe.fresh(f"j{d}") for d in range(len(a.type.shape))]
-            for d, (j, n) in enumerate(zip(js, a.type.shape)):
-                fe.line(depth + d, f"for {j} in range({int(n)}):")
-            fe.line(depth + len(js), f"{store_target(fe, st, name, js, off)} {src}[{', '.join(js)}]  # pb:concatenate")
-        off += int(a.type.shape[axis])
+            copy_pieces(fe, st, {v for v, ws in stored.items() if any(s2 is st for s2, _, _ in ws)}, depth)
 
 
 _STRIP = 256   # block length of a strip-mined fused sum
@@ -499,7 +463,7 @@ def _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars, lanes, 
     """The fused statements at loop depth `inner`; `lanes[v]` is the text that a
     full sum v's value is stored or added with (``buf[j] =``, ``lanes[i & 7] +=``),
     `regs[v]` the local that a sum over the innermost axis adds into, `stored[v]`
-    the update (and its array's name) that an elementwise result is written by."""
+    the updates (and their arrays' names) that an elementwise result is written by."""
     for st in g.fused:
         e: Prim = st.exp
         v = st.pat[0]
@@ -545,6 +509,5 @@ def _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars, lanes, 
         fe.line(inner, f"{name} = {text}  # pb:{e.op}")
         if v in outs:
             fe.line(inner, f"{outs[v]}[{', '.join(idx)}] = {name}")
-        if v in stored:
-            up, target, off = stored[v]
+        for up, target, off in stored.get(v, ()):
             fe.line(inner, f"{store_target(fe, up, target, idx, off)} {name}  # pb:{up.exp.op}")
