@@ -233,9 +233,8 @@ def _spread(stmts, share: set, own) -> set:
 def _sharing(st, share: set, own) -> list:
     """The results of `st` (which reads a value of `share`) that may share memory
     with a value of `share`: a view (`ownership._aliasing_args`) or an update in
-    place of one, a call's results, and the results of an `If` or `Loop` whose
-    bodies may return one; other primitives (and `Map`s' stacked outputs, but not
-    their accumulators) make fresh arrays."""
+    place of one, a call's or a `Map`'s results, and the results of an `If` or
+    `Loop` whose bodies may return one; other primitives make fresh arrays."""
     from .pysource.ownership import _aliasing_args
 
     e = st.exp
