@@ -12,6 +12,7 @@ from pullback.backends import interp
 from pullback.errors import PullbackError
 from pullback.ir.core import Apply, Map, Prim
 from pullback.ir.traverse import iter_lets
+from pullback.passes import hoist_maps as hoist_module
 from pullback.passes.hoist_maps import hoist_maps
 from pullback.passes.vectorize import vectorize
 from pullback.pytree import flatten
@@ -87,6 +88,14 @@ def test_the_moved_code_comes_from_an_inlined_callee():
     got = pb.jit(jac_rows, backend="pysource")(theta, D)
     want = pb.jit(jac_rows, backend="interp")(theta, D)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_inlining_has_a_budget(monkeypatch):
+    """beyond `MAX_COPIES` inlined statements per program, calls stay calls (compile time)"""
+    theta, D = RNG.standard_normal(N), RNG.standard_normal((6, N))
+    prog = vectorize(pb.jit(jac_rows).staged(theta, D).prog)
+    monkeypatch.setattr(hoist_module, "MAX_COPIES", 10)
+    assert hoist_maps(prog) is prog
 
 
 def _mapped(order):

@@ -16,8 +16,8 @@ depth, inner maps first):
   free array before updating it, as for any outer value);
 - a top-level call in the body that has an iteration-invariant argument is
   inlined first (a renamed copy of a non-recursive callee of at most
-  `MAX_INLINE` statements, `MAX_BODY` in all), so that its invariant part can
-  move: `pb.vmap` of `pb.jvp` computes the primal once, as JAX's batched jvp
+  `MAX_INLINE` statements, `MAX_BODY` in all, `MAX_COPIES` over the program's
+  maps), so that its invariant part can move: `pb.vmap` of `pb.jvp` computes the primal once, as JAX's batched jvp
   does, instead of once per direction. The inlined body is kept only when its
   hoisted statements carry at least `MIN_SHARE` of its work (the primitives'
   cost rules); otherwise the calls stay and only the body's own statements
@@ -52,6 +52,7 @@ from .vectorize import enabled as _vectorize_enabled
 
 MAX_INLINE = 2000   # statements of one callee inlined into a map body
 MAX_BODY = 4000     # statements of a map body after inlining
+MAX_COPIES = 8000   # statements inlined into map bodies in all, per program (compile time)
 MIN_SHARE = 0.05    # inlined calls are kept only when this share of the body's work moves out
 
 _IMPURE = frozenset(_EFFECTS) | {"callback", "revolve_split"}
@@ -93,6 +94,7 @@ class _Ctx:
     impure: set
     supply: NameSupply | None = None
     changed: bool = False
+    copied: int = 0     # statements inlined so far (`MAX_COPIES`)
 
 
 def _impure_funcs(prog: Prog, graph: dict) -> set:
@@ -133,6 +135,11 @@ def _hoist(st: Let, ctx: _Ctx):
     if not isinstance(e.width, Const) or int(e.width.value) <= 0:
         return None
     inlined = _inline_invariant_calls(e, ctx)
+    growth = 0
+    if inlined is not None:
+        growth = _count(inlined) - _count(e.lam.body)
+        if ctx.copied + growth > MAX_COPIES:
+            inlined = None
     for body in ([inlined, e.lam.body] if inlined is not None else [e.lam.body]):
         moved, kept = _split(body, set(e.lam.params), ctx)
         work = _work(moved)
@@ -142,6 +149,8 @@ def _hoist(st: Let, ctx: _Ctx):
             continue
         if _too_big(moved, kept, e, st):
             continue
+        if body is inlined:
+            ctx.copied += growth
         lam = Lambda(e.lam.params, kept)
         return moved + [Let(st.pat, dataclasses.replace(e, lam=lam), st.loc)]
     return None
@@ -266,7 +275,7 @@ def _inline_invariant_calls(e: Map, ctx: _Ctx):
             stmts.append(s if x is s.exp else Let(s.pat, x, s.loc))
         body = dce(Body(tuple(stmts), tuple(subst.get(a, a) if isinstance(a, Var) else a for a in body.result)))
         changed = True
-        if sum(1 for _ in iter_lets(body)) > MAX_BODY:
+        if _count(body) > MAX_BODY:
             return None
     return body if changed else None
 
@@ -274,7 +283,11 @@ def _inline_invariant_calls(e: Map, ctx: _Ctx):
 def _inlinable(a: Apply, ctx: _Ctx) -> bool:
     f = ctx.funcs.get(a.func)
     return (f is not None and a.func not in ctx.recursive and not f.donated
-            and sum(1 for _ in iter_lets(f.body)) <= MAX_INLINE)
+            and _count(f.body) <= MAX_INLINE)
+
+
+def _count(body: Body) -> int:
+    return sum(1 for _ in iter_lets(body))
 
 
 def _bound(body: Body, params: set) -> set:
