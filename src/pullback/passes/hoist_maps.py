@@ -2,10 +2,10 @@
 in docs/design.md).
 
 Contract: a pure pass, run by the pysource and numba backends just after
-`passes.vectorize`, on the maps that stayed maps (loops); ``PULLBACK_HOIST_MAPS=0`` (or
-``PULLBACK_VECTORIZE=0``) turns it off. It returns an
-equivalent program in which, for each `Map` of static width > 0 (at any
-depth, inner maps first):
+`passes.vectorize`, on the maps that stayed maps (loops);
+``PULLBACK_HOIST_MAPS=0`` (or ``PULLBACK_VECTORIZE=0``) turns it off. It
+returns an equivalent program in which, for each `Map` of static width > 0
+(at any depth, inner maps first):
 
 - a top-level statement of the lambda body that reads nothing the iteration
   binds (its index, elements, accumulators, or a value computed from them,
@@ -17,11 +17,11 @@ depth, inner maps first):
 - a top-level call in the body that has an iteration-invariant argument is
   inlined first (a renamed copy of a non-recursive callee of at most
   `MAX_INLINE` statements, `MAX_BODY` in all, `MAX_COPIES` over the program's
-  maps), so that its invariant part can move: `pb.vmap` of `pb.jvp` computes the primal once, as JAX's batched jvp
-  does, instead of once per direction. The inlined body is kept only when its
-  hoisted statements carry at least `MIN_SHARE` of its work (the primitives'
-  cost rules); otherwise the calls stay and only the body's own statements
-  move;
+  maps), so that its invariant part can move: `pb.vmap` of `pb.jvp` computes
+  the primal once, as JAX's batched jvp does, instead of once per direction.
+  The inlined body is kept only when its hoisted statements carry at least
+  `MIN_SHARE` of its work (the primitives' cost rules); otherwise the calls
+  stay and only the body's own statements move;
 - errors are unchanged: the width is static and > 0, so each moved statement
   runs in iteration 0 anyway with the same operands; a statement that can
   raise (an index or gather with a computed index, integer `//`, `%`, `**`,
