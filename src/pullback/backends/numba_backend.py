@@ -417,6 +417,7 @@ def lower(prog: Prog, setting=None, metered: bool = False) -> Prog:
     from ..passes.accumulate import accumulate
     from ..passes.dead_clears import dead_clears
     from ..passes.forward_index import forward_index
+    from ..passes.hoist_maps import hoist_maps
     from ..passes.inline import inline_scalar_calls, inline_small
     from ..passes.layout import transpose_layout
     from ..passes.scalarize import scalarize
@@ -428,7 +429,7 @@ def lower(prog: Prog, setting=None, metered: bool = False) -> Prog:
     prog = accumulate(simplify_inlined(prog, scalarize(forward_index(prog))))  # [forward-index], [scalarize], [accumulate]
     prog = transpose_layout(dead_clears(sum_matmul(prog)))  # notes [sum-matmul], [dead-clears], [transposed-layout]
     prog = sink_rows(prog)  # note [sink-rows]
-    prog = _vectorize(prog, setting, metered)
+    prog = hoist_maps(_vectorize(prog, setting, metered))  # note [hoist-maps]
     return strong_mul(prog)  # note [strong-mul]
 
 

@@ -92,10 +92,13 @@ def compile_prog(prog: Prog, fname: str | None = None):
 
 def _vectorize(prog: Prog) -> Prog:
     """Maps as whole-array code, contractions as matmul (`passes.vectorize`;
-    PULLBACK_VECTORIZE=0 turns it off). `derivative_source` shows the program unvectorised."""
+    PULLBACK_VECTORIZE=0 turns it off), and the invariant code of the maps left
+    run once in front of them (`passes.hoist_maps`). `derivative_source` shows
+    the program unvectorised."""
+    from ...passes.hoist_maps import hoist_maps
     from ...passes.vectorize import vectorize
 
-    return vectorize(prog)
+    return hoist_maps(vectorize(prog))
 
 
 def _param_dtype(t):
