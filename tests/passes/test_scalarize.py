@@ -130,3 +130,16 @@ def test_det_minors_allocate_nothing():
         for st in iter_lets(f.body):
             assert not (isinstance(st.exp, Prim) and st.exp.op in ("full", "concatenate")
                         and st.pat[0].type.shape == (3, 3)), st
+
+
+def empty_sums(x):
+    e = x[:0] * 2.0
+    return np.sum(e) + np.sum(e.reshape(0, 2), axis=0)[1] + x[0]
+
+
+def test_a_sum_of_nothing_stays_a_sum():
+    """An empty array is small; its sums are zeros (a KeyError in scalarize
+    once, an internal error of pb.map over a width of 0 on numba)."""
+    x = np.array([0.5, -1.0, 2.0])
+    prog = pb.jit(empty_sums, backend="interp").staged(x).prog
+    assert interp.run(scalarize(prog), x)[0] == interp.run(prog, x)[0] == 0.5

@@ -288,7 +288,7 @@ class _Func:
         if op == "sum":
             x = e.args[0]
             es = self.elems(x, env, out)
-            if es is None or not t.is_float:
+            if es is None or not t.is_float or x.type.size == 0:   # (an empty sum stays a sum: zeros)
                 return None
             axes = tuple(int(a) for a in p["axes"])
             groups: dict = {}
