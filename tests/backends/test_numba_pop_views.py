@@ -119,3 +119,35 @@ def test_a_loop_that_pops_and_pushes_keeps_views():
     assert _popped_copies(nb.emit_prog(prog)) == 0
     x = np.array([0.3, -1.0, 2.0])
     np.testing.assert_array_equal(nb.run(prog, x, np.int64(5))[0], interp.run(prog, x, np.int64(5))[0])
+
+
+# g and h recurse into each other: numba cannot link inlined helpers into such a
+# module, so every store operation is a call of its helper (`_st_pop0(...)`), and
+# the copy is a statement after the call
+MUTUAL = """def g(x: f64, n: i64) -> (f64) {
+  let c: bool = gt(n, 0:i64)
+  let (r: f64) = if c {
+    let m: i64 = sub(n, 1:i64)
+    let y: f64 = call h(x, m)
+    yield (y)
+  } else {
+    yield (x)
+  }
+  return (r)
+}
+def h(x: f64, n: i64) -> (f64) {
+  let y: f64 = call g(x, n)
+  let z: f64 = sin(y)
+  return (z)
+}
+"""
+
+
+@pytest.mark.parametrize("name", ["push_then_read", "leaves_with_store"])
+def test_called_store_helpers_copy_too(name):
+    prog = parse_prog(MUTUAL + HEAD + COPIED[name] + "  let q: f64 = call g(1.5:f64, 2:i64)\n" + TAIL)
+    src = nb.emit_prog(prog)
+    assert "= _st_pop0(" in src and _popped_copies(src) >= 1
+    for c in (True, False):
+        want = interp.run(prog, *_args(c))[0]
+        np.testing.assert_array_equal(nb.run(prog, *_args(c))[0], want)
