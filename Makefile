@@ -15,14 +15,19 @@ venv: $(VENV)/.stamp
 example: $(VENV)/.stamp
 	$(BIN)/python examples/quickstart.py
 
+# Tests run in one worker process per core (pytest-xdist; at most 4: each worker compiles numba
+# code of its own), PYTEST_WORKERS=1 runs them in this process, serially.
+PYTEST_WORKERS ?= auto
+XDIST := $(if $(filter 1,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --maxprocesses 4)
+
 # the fast subset (what CI runs): the function-table tests on a pairwise covering of
 # backend x mode x order (tests/test_numpy_table.py), the numba tests of a corpus subset
 test: $(VENV)/.stamp
-	$(BIN)/python -m pytest -q -m "not slow" tests
+	$(BIN)/python -m pytest -q -m "not slow" $(XDIST) tests
 
 # everything, slow tests included: the full cross product of the function-table tests
 test-all: $(VENV)/.stamp
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q $(XDIST) tests
 
 # Benchmarks against JAX and PyTorch: install them first with `$(BIN)/pip install -e '.[bench]'`
 # (without them the table has pullback and hand-written NumPy only). See benchmarks/README.md.
