@@ -98,3 +98,55 @@ def test_medium_functions_called_in_loops_are_inlined():
     assert callee in calls_in(inline_small(prog, max_copies=n))        # two sites need 2n
     top = pb.jit(medium_outside, backend="interp").staged(x, w).prog
     assert any(c.startswith("medium") for c in calls_in(inline_small(top)))
+
+
+def big(v, w):
+    """Over MAX_FEW_STMTS statements (a loop over a tuple is unrolled)."""
+    for c in (0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5):
+        v = np.sin(v) * w + v * c - w
+        w = np.cos(w) + v * c
+    return np.sum(v * w)
+
+
+def thin_wrapper(x, w):
+    return big(x, w) * 2.0 + 1.0
+
+
+def forwarder(x, w):
+    return big(x, w)
+
+
+def thick_caller(x, w):
+    s = big(x, w)
+    for c in (1.5, 2.5, 3.5, 4.5, 5.5, 6.5):     # more statements: not a thin wrapper
+        x = x * c + w
+        w = w - x * c
+    return s + np.sum(x * w)
+
+
+def twice(x, w):
+    return big(x, w) + big(w, x)
+
+
+def _callees(p):
+    return {st.exp.func for f in p.funcs for st in iter_lets(f.body) if isinstance(st.exp, Apply)}
+
+
+def test_a_function_called_once_from_a_thin_wrapper_is_inlined():
+    """numba optimises a callee's LLVM module once on its own and again inside each
+    caller's: the only call of a function, from a wrapper of a few statements, is
+    inlined whatever the callee's size (ht's `points - skinned(theta)`, a seed and
+    then the vjp); a caller that only forwards, a larger caller and a second call
+    site keep the call (note [inline], "thin wrappers")."""
+    from pullback.passes import inline
+
+    x, w = np.linspace(0.1, 0.5, 4), np.linspace(-0.2, 0.3, 4)
+    prog = pb.jit(thin_wrapper, backend="interp").staged(x, w).prog
+    callee = next(f.name for f in prog.funcs if f.name.startswith("big"))
+    assert _n_stmts(prog, callee) > inline.MAX_FEW_STMTS and _n_stmts(prog, prog.entry) <= inline.MAX_STMTS
+    out = inline_small(prog)
+    assert callee not in _callees(out)
+    assert interp.run(out, x, w) == interp.run(prog, x, w)
+    for f in (forwarder, thick_caller, twice):
+        p = pb.jit(f, backend="interp").staged(x, w).prog
+        assert any(c.startswith("big") for c in _callees(inline_small(p))), f.__name__

@@ -413,7 +413,7 @@ class NumbaDialect(StoreHelpers):
 
     # -- statements ----------------------------------------------------------------------
     def concat_copies(self, fe, st, depth) -> None:
-        """A concatenation of many pieces as an allocation and one slice copy per
+        """A concatenation of many pieces as an allocation and one loop nest per
         piece (note [compile-time], "Concatenations"): numba's `np.concatenate`
         of a tuple of n arrays compiles to code whose LLVM work grows much
         faster than n (ht's 22 pieces: about 30 s of 59)."""
@@ -423,10 +423,15 @@ class NumbaDialect(StoreHelpers):
         name = fe.bind(st.pat[0])
         fe.line(depth, f"{name} = np.empty({ps._shape_lit(t.shape)}, dtype={ps._NP_DTYPE[t.dtype]})")
         off = 0
-        for x in e.args:
-            n = int(x.type.shape[axis])
-            fe.line(depth, f"{name}[{':, ' * axis}{off}:{off + n}] = {fe.a(x)}")
-            off += n
+        for x in e.args:   # one loop nest per piece: no slice assignment (its error path)
+            shp = [int(d) for d in x.type.shape]
+            if all(shp):
+                js = [fe.fresh(f"j{d}") for d in range(len(shp))]
+                for d, (j, m) in enumerate(zip(js, shp)):
+                    fe.line(depth + d, f"for {j} in range({m}):")
+                tgt = ", ".join(f"{j} + {off}" if d == axis and off else j for d, j in enumerate(js))
+                fe.line(depth + len(js), f"{name}[{tgt}] = {fe.a(x)}[{', '.join(js)}]")
+            off += shp[axis]
 
     def update(self, fe, st, depth) -> None:
         e: Prim = st.exp

@@ -2,7 +2,9 @@
 
 Contract (note [inline] in docs/design.md): a call of a function that is not
 (mutually) recursive and whose body has at most `max_stmts` statements, nested
-ones counted, is replaced by a renamed copy of the body; the call's results
+ones counted (or that is the only call of it, from a caller of at most
+`max_stmts` statements that does more than forward to it), is replaced by a
+renamed copy of the body; the call's results
 become the copy's results. A function with user-given derivative rules
 (`Func.rules`, note [custom-rules]) is never inlined: a derivative taken after
 this pass must still call its rule. Functions stay in the program (a backend compiles
@@ -40,21 +42,41 @@ MAX_COPIES = 160
 
 
 def inline_small(prog: Prog, max_stmts: int = MAX_STMTS, max_copies: int = MAX_COPIES) -> Prog:
-    """Inline functions of at most `max_stmts` statements, and functions of at most
+    """Inline functions of at most `max_stmts` statements, functions of at most
     `MAX_FEW_STMTS` called only inside loops whose copies (statements times call
     sites) come to at most `max_copies` statements: ode's `rhs_vjp` (4 sites, ~30 statements) returned fresh
     adjoint arrays the caller then added up; inlined, they are added in place
-    (passes/accumulate.py) and the zero-filled temporaries go (note [inline])."""
+    (passes/accumulate.py) and the zero-filled temporaries go; and functions of
+    any size called once, from a thin wrapper (`_wrapped`) (note [inline])."""
     graph = call_graph(prog)
     sites, looped = _call_sites(prog), _call_sites(prog, in_loops=True)
+    size = {f.name: sum(1 for _ in iter_lets(f.body)) for f in prog.funcs}
+    wrapped = _wrapped(prog, graph, sites, size, max_stmts)
     small = {}
     for f in prog.funcs:
-        n = sum(1 for _ in iter_lets(f.body))
+        n = size[f.name]
         few = (n <= MAX_FEW_STMTS and 0 < sites.get(f.name, 0) == looped.get(f.name, 0)
                and n * sites[f.name] <= max_copies)
-        if (n <= max_stmts or few) and not _recursive(f.name, graph) and not f.rules:
+        if (n <= max_stmts or few or f.name in wrapped) and not _recursive(f.name, graph) and not f.rules:
             small[f.name] = f
     return _inline(prog, graph, small)
+
+
+def _wrapped(prog: Prog, graph: dict, sites: dict, size: dict, max_stmts: int) -> set:
+    """Functions called from exactly one site, in a caller of at most `max_stmts`
+    statements that does more than forward to it (a thin wrapper: `points -
+    skinned(theta)`, a seed and then the vjp). numba optimises a callee's LLVM
+    module, then again inside every caller's module it is linked into: inlined,
+    the callee is optimised once (note [inline], "thin wrappers"). A caller whose
+    body is only the call is left to `numba_opt.forwarded`."""
+    out = set()
+    for g in prog.funcs:
+        if size[g.name] > max_stmts or size[g.name] < 2:
+            continue
+        for f in graph[g.name]:
+            if sites.get(f, 0) == 1 and f != g.name:
+                out.add(f)
+    return out
 
 
 AD_STMTS = 8           # inline_for_ad: the largest helper it inlines
