@@ -107,6 +107,10 @@ CONCAT_COPIES = 3
 class NumbaDialect(StoreHelpers):
     """Hooks for `pysource.emit_prog(..., dialect=...)`: print a numba-compatible module."""
 
+    # computed indices proved in range are printed unsigned: numba does not wrap those
+    # (note [unsigned-indices])
+    unsigned_indices = True
+
     @staticmethod
     def push_copies(elem) -> bool:
         """Does a store of `elem` copy what is pushed (an array buffer)? Small
