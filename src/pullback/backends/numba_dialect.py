@@ -107,9 +107,7 @@ CONCAT_COPIES = 3
 class NumbaDialect(StoreHelpers):
     """Hooks for `pysource.emit_prog(..., dialect=...)`: print a numba-compatible module."""
 
-    # computed indices proved in range are printed unsigned: numba does not wrap those
-    # (note [unsigned-indices])
-    unsigned_indices = True
+    unsigned_indices = True   # computed indices proved in range print unsigned: note [unsigned-indices]
 
     @staticmethod
     def push_copies(elem) -> bool:
