@@ -18,7 +18,9 @@ Contract:
 - `hoist_checks() -> bool`: whether LLVM's loop vectoriser may hoist an inner
   loop's runtime alias checks out of the enclosing loop (its
   ``-hoist-runtime-checks``): ``$PULLBACK_NUMBA_HOISTCHECKS`` if set to 0 or 1,
-  else `_HOIST_CHECKS` (False; note [hoisted-alias-checks]).
+  else `_HOIST_CHECKS` (False; note [hoisted-alias-checks]). LLVM has the
+  option from version 18 on; with an older llvmlite it is never set (an
+  unknown option would end the process).
 - `llvm_tag() -> str`: the LLVM settings above as one string; `numba_backend`
   puts it into the module hash, so machine code built under one setting is
   never loaded for another.
@@ -98,7 +100,8 @@ def _set_memory_checks(n: int) -> None:
 def _set_hoist_checks(on: bool) -> None:
     import llvmlite.binding as llvm
 
-    llvm.set_option("", f"-hoist-runtime-checks={'true' if on else 'false'}")
+    if llvm.llvm_version_info >= (18,):   # the option's first release (its default: hoist)
+        llvm.set_option("", f"-hoist-runtime-checks={'true' if on else 'false'}")
 
 
 class numba_opt:
