@@ -281,6 +281,8 @@ def test_hoist_checks_setting(_hoist_env):
     assert len(_names_under("PULLBACK_NUMBA_HOISTCHECKS", ("0", "1"))) == 4
 
 
+@pytest.mark.skipif(__import__("llvmlite.binding").binding.llvm_version_info < (18,),
+                    reason="LLVM before 18 has no -hoist-runtime-checks")
 def test_adjoint_rows_vectorise_without_hoisted_checks(_hoist_env):
     """note [hoisted-alias-checks]: with static trip counts LLVM's hoisted alias
     check of the adjoint rows folds to "always overlaps" and the loop stays
