@@ -236,3 +236,58 @@ def test_values_equal_across_memory_checks(_memchecks_env):
         os.environ["PULLBACK_NUMBA_MEMCHECKS"] = n
         outs.append(numba_backend.compile_prog(prog)(x)[0])
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+@pytest.fixture
+def _hoist_env():
+    old = os.environ.pop("PULLBACK_NUMBA_HOISTCHECKS", None)
+    yield
+    if old is None:
+        os.environ.pop("PULLBACK_NUMBA_HOISTCHECKS", None)
+    else:
+        os.environ["PULLBACK_NUMBA_HOISTCHECKS"] = old
+
+
+def elimination(A):               # det_lu's loops: triangular, in place
+    A = A.copy()
+    d = 1.0
+    for i in range(A.shape[0]):
+        p = A[i, i]
+        d = d * p
+        for j in range(i + 1, A.shape[0]):
+            f = A[j, i] / p
+            for k in range(i + 1, A.shape[0]):
+                A[j, k] -= f * A[i, k]
+    return d
+
+
+def _adjoint_sum_vectorised(A) -> bool:
+    """Does the gradient's innermost adjoint loop (f's adjoint summed over k while
+    A_adj[i, k] is updated from A_adj[j, k]) become a vector reduction?"""
+    prog = _grad_prog(elimination, A)
+    fn = numba_backend.compile_prog(prog)
+    np.testing.assert_allclose(fn(A)[0], interp.run(prog, A)[0], rtol=1e-10)
+    g = numba_opt.forwarded(numba_backend.lower(prog), numba_backend.lower(prog).main)
+    unit = sys.modules[f"pullback_numba_{fn.spec.h}"]
+    disp = getattr(unit, ps._Module(numba_backend.lower(prog), True).fnames[g.name])
+    import re
+    return re.search(r"fadd reassoc <\d+ x double>", "".join(disp.inspect_llvm().values())) is not None
+
+
+def test_hoist_checks_setting(_hoist_env):
+    assert numba_opt.hoist_checks() is numba_opt._HOIST_CHECKS is False
+    os.environ["PULLBACK_NUMBA_HOISTCHECKS"] = "1"
+    assert numba_opt.hoist_checks() is True
+    assert len(_names_under("PULLBACK_NUMBA_HOISTCHECKS", ("0", "1"))) == 4
+
+
+@pytest.mark.skipif(__import__("llvmlite.binding").binding.llvm_version_info < (18,),
+                    reason="LLVM before 18 has no -hoist-runtime-checks")
+def test_adjoint_rows_vectorise_without_hoisted_checks(_hoist_env):
+    """note [hoisted-alias-checks]: with static trip counts LLVM's hoisted alias
+    check of the adjoint rows folds to "always overlaps" and the loop stays
+    scalar; checked per inner loop, it vectorises (values: rounding only)."""
+    A = np.random.default_rng(3).uniform(-1, 1, (24, 24)) + 24 * np.eye(24)
+    assert _adjoint_sum_vectorised(A)
+    os.environ["PULLBACK_NUMBA_HOISTCHECKS"] = "1"
+    assert not _adjoint_sum_vectorised(A)

@@ -79,3 +79,23 @@ def test_a_data_bound_keeps_its_check():
 def test_an_index_one_past_the_end_is_still_reported():
     with pytest.raises(pb.PullbackError, match=r"test_index_ranges.py:\d+: index 4 is out of bounds for axis 0"):
         pb.jit(one_past, backend="numba")(np.ones((4, 4)))
+
+
+# -- unsigned printing (note [unsigned-indices]) ----------------------------------------
+def _src(f, *args):
+    return nb.emit_prog(nb.lower(pb.jit(f, backend="numba").staged(*args).prog), parallel=False)
+
+
+def test_a_proved_computed_index_is_printed_unsigned():
+    A = np.arange(16.0).reshape(4, 4) + 4 * np.eye(4)
+    src = _src(upper, A)
+    assert "np.uint64(" in src          # A[j, i] with j = i + 1 + counter, proved below n
+    np.testing.assert_allclose(pb.jit(upper, backend="numba")(A), pb.jit(upper, backend="interp")(A), rtol=1e-12)
+
+
+def test_an_unproved_index_stays_signed_and_wraps():
+    A = np.arange(16.0).reshape(4, 4) + 4 * np.eye(4)
+    src = _src(before, A)               # A[i - 1, i]: -1 at i = 0 is the last row
+    assert "np.uint64(" not in src
+    want = sum(A[i - 1, i] for i in range(4))
+    assert pb.jit(before, backend="numba")(A) == want == pb.jit(before, backend="interp")(A)

@@ -25,8 +25,9 @@ Contract:
   function (`forwarded`) is not compiled, its callee is; numba optimises
   pullback's modules at LLVM level `opt_level()` (``PULLBACK_NUMBA_OPT``,
   default numba's own) with the vectoriser's runtime-check threshold
-  `memory_checks()` (note [vectorize-memchecks]); the module hash covers both
-  (`llvm_tag()`).
+  `memory_checks()` (note [vectorize-memchecks]) and its alias checks kept
+  before each inner loop (`hoist_checks()`, note [hoisted-alias-checks]); the
+  module hash covers these (`llvm_tag()`).
 - Thread safety: loading, compiling and the memo take one re-entrant lock; a
   warm call takes no lock, except a call of a module with parallel maps on
   numba's `workqueue` threading layer, which takes `numba_parallel.CALL_LOCK`

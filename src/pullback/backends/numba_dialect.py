@@ -107,6 +107,8 @@ CONCAT_COPIES = 3
 class NumbaDialect(StoreHelpers):
     """Hooks for `pysource.emit_prog(..., dialect=...)`: print a numba-compatible module."""
 
+    unsigned_indices = True   # computed indices proved in range print unsigned: note [unsigned-indices]
+
     @staticmethod
     def push_copies(elem) -> bool:
         """Does a store of `elem` copy what is pushed (an array buffer)? Small
@@ -495,6 +497,9 @@ class NumbaDialect(StoreHelpers):
             return f"{h}({A(x)})"
         if op in ps._BIN_FN and len(args) == 2:
             x, y = args
+            if op == "add" and out_nd == 0 and pat[0] in fe.sums:   # an adjoint sum: note [adjoint-reassoc]
+                self.helper("_pb_radd_import", "from pullback.backends.numba_radd import _pb_radd")
+                return f"_pb_radd({A(x)}, {A(y)})"
             if op == "matmul":  # numba's BLAS path wants contiguous operands (transposes are views)
                 text = f"np.ascontiguousarray({A(x)}) @ np.ascontiguousarray({A(y)})"
             elif op in ps._BIN_OP:

@@ -15,6 +15,12 @@ Contract:
   vectoriser may emit before a loop (its ``-vectorize-memory-check-threshold``):
   ``$PULLBACK_NUMBA_MEMCHECKS`` if set to an integer, else `_MEMCHECKS`
   (note [vectorize-memchecks]).
+- `hoist_checks() -> bool`: whether LLVM's loop vectoriser may hoist an inner
+  loop's runtime alias checks out of the enclosing loop (its
+  ``-hoist-runtime-checks``): ``$PULLBACK_NUMBA_HOISTCHECKS`` if set to 0 or 1,
+  else `_HOIST_CHECKS` (False; note [hoisted-alias-checks]). LLVM has the
+  option from version 18 on; with an older llvmlite it is never set (an
+  unknown option would end the process).
 - `llvm_tag() -> str`: the LLVM settings above as one string; `numba_backend`
   puts it into the module hash, so machine code built under one setting is
   never loaded for another.
@@ -27,9 +33,9 @@ Contract:
   statements to type, lower and optimise.
 - `numba_opt(level)`: a context in which numba builds LLVM's pass pipelines
   at `level` (its `config.OPT`) and LLVM's vectoriser allows `memory_checks()`
-  runtime checks, holding numba's global compiler lock so that no other
-  thread's numba compile sees the settings; numba's level and LLVM's default
-  threshold are restored on exit. Code generation keeps numba's target machine
+  runtime checks and hoists them as `hoist_checks()` says, holding numba's
+  global compiler lock so that no other thread's numba compile sees the
+  settings; numba's level and LLVM's defaults are restored on exit. Code generation keeps numba's target machine
   (built once per process, at numba's own level).
 """
 from __future__ import annotations
@@ -50,6 +56,13 @@ _DEFAULT_OPT = 3
 _MEMCHECKS = 4096
 _LLVM_DEFAULT_MEMCHECKS = 128
 
+# note [hoisted-alias-checks]: LLVM hoists an inner loop's alias checks out of the outer loop,
+# over all of its iterations; with static trip counts the hoisted check of a return sweep's
+# adjoint rows (A_adj[j, k] read, A_adj[i, k] written) folds to "always overlaps" and the
+# vectoriser gives up silently (det_lu's gradient). Checked per inner loop instead
+_HOIST_CHECKS = False
+_LLVM_DEFAULT_HOIST = True
+
 
 def opt_level() -> int:
     """LLVM's optimisation level for pullback's modules (module docstring)."""
@@ -67,15 +80,28 @@ def memory_checks() -> int:
     return int(v) if v.isdigit() else _MEMCHECKS
 
 
+def hoist_checks() -> bool:
+    """May LLVM hoist inner loops' alias checks out of outer loops (module docstring)."""
+    v = os.environ.get("PULLBACK_NUMBA_HOISTCHECKS", "").strip()
+    return v == "1" if v in ("0", "1") else _HOIST_CHECKS
+
+
 def llvm_tag() -> str:
     """The LLVM settings pullback's modules are built under, for the module hash."""
-    return f"O{opt_level()} vmc{memory_checks()}"
+    return f"O{opt_level()} vmc{memory_checks()} hrc{int(hoist_checks())}"
 
 
 def _set_memory_checks(n: int) -> None:
     import llvmlite.binding as llvm
 
     llvm.set_option("", f"-vectorize-memory-check-threshold={n}")
+
+
+def _set_hoist_checks(on: bool) -> None:
+    import llvmlite.binding as llvm
+
+    if llvm.llvm_version_info >= (18,):   # the option's first release (its default: hoist)
+        llvm.set_option("", f"-hoist-runtime-checks={'true' if on else 'false'}")
 
 
 class numba_opt:
@@ -96,9 +122,13 @@ class numba_opt:
         try:
             if int(self.old) != self.level or self.old.is_opt_max:
                 config.OPT = type(self.old)(self.level)
-            self.checks = memory_checks() if numba_opt._depth == 0 else _LLVM_DEFAULT_MEMCHECKS
+            outer = numba_opt._depth == 0
+            self.checks = memory_checks() if outer else _LLVM_DEFAULT_MEMCHECKS
+            self.hoist = hoist_checks() if outer else _LLVM_DEFAULT_HOIST
             if self.checks != _LLVM_DEFAULT_MEMCHECKS:
                 _set_memory_checks(self.checks)
+            if self.hoist != _LLVM_DEFAULT_HOIST:
+                _set_hoist_checks(self.hoist)
             numba_opt._depth += 1
         except BaseException:
             config.OPT = self.old
@@ -114,6 +144,8 @@ class numba_opt:
             numba_opt._depth -= 1
             if self.checks != _LLVM_DEFAULT_MEMCHECKS:
                 _set_memory_checks(_LLVM_DEFAULT_MEMCHECKS)
+            if self.hoist != _LLVM_DEFAULT_HOIST:
+                _set_hoist_checks(_LLVM_DEFAULT_HOIST)
         finally:
             self.lock.release()
         return False

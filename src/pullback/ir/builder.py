@@ -98,10 +98,12 @@ class Builder:
         self.let(outs, If(self.atom(cond), then, else_))
         return outs
 
-    def for_loop(self, params, init, index: Var, bound: Atom, body: Body, names=None) -> tuple[Var, ...]:
+    def for_loop(self, params, init, index: Var, bound: Atom, body: Body, names=None,
+                 sums=frozenset()) -> tuple[Var, ...]:
         names = names or [p.name for p in params]
         outs = tuple(self.fresh(n, p.type) for n, p in zip(names, params))
-        self.let(outs, Loop(tuple(params), tuple(self.atom(a) for a in init), ForForm(index, self.atom(bound)), body))
+        self.let(outs, Loop(tuple(params), tuple(self.atom(a) for a in init), ForForm(index, self.atom(bound)), body,
+                            frozenset(sums)))
         return outs
 
     def while_loop(self, params, init, cond: Var, body: Body, names=None) -> tuple[Var, ...]:

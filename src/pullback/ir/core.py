@@ -130,12 +130,19 @@ class WhileForm:
 
 @dataclass(frozen=True)
 class Loop:
-    """Loop-carried `params` start as `init`; the body returns their next values."""
+    """Loop-carried `params` start as `init`; the body returns their next values.
+
+    `sums`: the params that reverse mode made to carry sums of adjoint
+    contributions (a return sweep's adjoints of free variables); a backend may
+    reassociate the additions into them (note [adjoint-reassoc]). A rebuilt
+    loop may drop the mark (it is only an allowance), never add it.
+    """
 
     params: tuple[Var, ...]
     init: tuple[Atom, ...]
     form: Union[ForForm, WhileForm]
     body: Body
+    sums: frozenset = frozenset()
 
 
 @dataclass(frozen=True)

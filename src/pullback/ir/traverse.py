@@ -92,6 +92,11 @@ def exp_scopes(e) -> list[tuple[tuple[Var, ...], Body]]:
     return out
 
 
+def _renamed_sums(e, params) -> frozenset:
+    """`e.sums` (note [adjoint-reassoc]) for the loop's params renamed to `params`."""
+    return frozenset(q for p, q in zip(e.params, params) if p in e.sums) if e.sums else frozenset()
+
+
 def map_exp(e, atom_fn: Callable, scope_fn: Callable):
     """Rebuild `e` with atoms mapped by `atom_fn(atom)` and each sub-scope by
     `scope_fn(binders, body) -> (binders, body)`. Sub-scopes are visited in
@@ -111,11 +116,11 @@ def map_exp(e, atom_fn: Callable, scope_fn: Callable):
             bound = atom_fn(e.form.bound)
             binders, body = scope_fn(tuple(e.params) + (e.form.index,), e.body)
             params, index = binders[:-1], binders[-1]
-            return Loop(tuple(params), init, ForForm(index, bound), body)
+            return Loop(tuple(params), init, ForForm(index, bound), body, _renamed_sums(e, params))
         binders, body = scope_fn(tuple(e.params), e.body)
         ci = list(e.params).index(e.form.cond) if e.form.cond in e.params else None
         cond = binders[ci] if ci is not None else e.form.cond
-        return Loop(tuple(binders), init, WhileForm(cond), body)
+        return Loop(tuple(binders), init, WhileForm(cond), body, _renamed_sums(e, binders))
     if not dataclasses.is_dataclass(e):
         raise TypeError(f"unknown expression {type(e).__name__}")
 
@@ -364,7 +369,8 @@ def _dead_loop_params(st: Let, live: set) -> Let:
         return st
     ks = sorted(keep)
     body = Body(e.body.stmts, tuple(e.body.result[j] for j in ks))
-    loop = Loop(tuple(e.params[j] for j in ks), tuple(e.init[j] for j in ks), e.form, body)
+    loop = Loop(tuple(e.params[j] for j in ks), tuple(e.init[j] for j in ks), e.form, body,
+                e.sums & {e.params[j] for j in ks})
     return Let(tuple(st.pat[j] for j in ks), loop, st.loc)
 
 

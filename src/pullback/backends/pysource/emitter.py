@@ -99,6 +99,7 @@ class _FuncEmitter(_PrimEmitter):
         self.index_bound: dict = {}  # loop index var -> its static range bound (checks)
         self.ranges = Ranges(f)      # symbolic bounds of indices in loops (checks, note [index-ranges])
         self.checked: list[set] = []  # per open body: (index var, size) already checked in it
+        self.sums: set = set()        # results of additions a dialect may reassociate (note [adjoint-reassoc])
 
     # -- names ----------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -356,6 +357,7 @@ class _FuncEmitter(_PrimEmitter):
         e: Loop = st.exp
         body_free = free_vars(e.body)
         later = self._later_uses(st)
+        self.sums |= sum_adds(e)
         names = []
         used_init = set()
         for p, x0 in zip(e.params, e.init):
@@ -454,3 +456,26 @@ def emit_module(prog: Prog, name_hints: bool = True, dialect=None) -> _Module:
     mod.source = "\n".join(out).rstrip("\n") + "\n"
     mod.line_locs = locs
     return mod
+
+
+def sum_adds(e: Loop) -> set:
+    """The results of the scalar float additions that carry one of `e.sums`
+    from its param to its next value (note [adjoint-reassoc]): the chain
+    ``s1 = add(s, x); s2 = add(s1, y); ...`` of statements of the loop's own
+    body that ends in the param's result. Anything else (a chain that leaves
+    the body's top level, or ends elsewhere) gives nothing for that param."""
+    out: set = set()
+    for j, p in enumerate(e.params):
+        if p not in e.sums or not (isinstance(p.type, TensorType) and p.type.ndim == 0
+                                   and p.type.dtype in ("f64", "f32")):
+            continue
+        chain, cur = [], p
+        for st in e.body.stmts:
+            x = st.exp
+            if (isinstance(x, Prim) and x.op == "add" and len(st.pat) == 1 and cur in x.args
+                    and st.pat[0].type == p.type and all(a.type == p.type for a in x.args)):
+                chain.append(st.pat[0])
+                cur = st.pat[0]
+        if chain and cur == e.body.result[j]:
+            out.update(chain)
+    return out

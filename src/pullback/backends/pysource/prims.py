@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir.core import Const, Let, Prim
+from ...ir.core import Const, Let, Prim, Var
 from .. import checks
 from ..libcalls import LIBCALLS
 from .tables import _BIN_FN, _BIN_OP, _CASTING, _REDUCE, _UNARY_FN, _ndim
@@ -70,6 +70,16 @@ class _PrimEmitter:
         t = self.a(i)
         self.line(depth, f"if {t} < -{n} or {t} >= {n}:")
         self.line(depth + 1, f"raise IndexError({k}, {t})")
+
+    def unsigned_index(self, i, n: int) -> bool:
+        """Print index `i` of an axis of length `n` unsigned (note [unsigned-indices]):
+        where the dialect asks, for a computed integer index (not a constant,
+        not the index of a loop with a static bound) that `ranges` proves in
+        ``[0, n)``. numba wraps a signed index that may be negative (a select
+        on every access, which keeps LLVM's vectoriser from seeing consecutive
+        addresses); it does not wrap an unsigned one."""
+        return (getattr(self.mod.dialect, "unsigned_indices", False) and isinstance(i, Var)
+                and i.type.dtype in ("i64", "i32") and i not in self.index_bound and self.ranges.within(i, n))
 
     def check_slice(self, st: Let, i, axis: int, n: int, k: int, depth: int) -> None:
         """``0 <= i <= n - k`` for a dynamic slice ``x[i:i+k]``, unless known: a
@@ -174,7 +184,11 @@ class _PrimEmitter:
             if s[0] == "d":
                 i = next(it)
                 t = self.a(i)
-                parts.append(f"int({t})" if i.type.dtype == "bool" else t)
+                if i.type.dtype == "bool":
+                    t = f"int({t})"
+                elif self.unsigned_index(i, int(d)):
+                    t = f"np.uint64({t})"
+                parts.append(t)
             elif s[0] == "ds":
                 t = self.a(next(it))
                 parts.append(f"{t}:{t} + {s[1]}")

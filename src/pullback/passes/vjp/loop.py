@@ -518,7 +518,9 @@ def rev_store(ctx, b, st, adj, tape: LoopTape) -> None:
         rbody = Body(stmts, tuple(res))
         _drop_saves(tape, drop)
     names_out = [p.name for p in params]
-    outs_rev = b.for_loop(params, init, k, n, rbody, names=names_out)
+    # the free variables' adjoints only sum contributions: their order is ours (note [adjoint-reassoc])
+    sums = {fa[v] for v in fvs} & set(params)
+    outs_rev = b.for_loop(params, init, k, n, rbody, names=names_out, sums=sums)
     for p in tape.undo:  # the return sweep ends with the array as it was before the loop
         x0 = e.init[e.params.index(p)]
         if isinstance(x0, Var):
@@ -573,7 +575,8 @@ def _drop_saves(tape, drop, values: bool = False) -> None:
     stmts = tuple(s for s in loop.body.stmts
                   if not (isinstance(s.exp, Prim) and s.exp.op == "store_push" and s.exp.args[0] in prms))
     body = Body(stmts, tuple(loop.body.result[j] for j in keep))
-    new = Loop(tuple(loop.params[j] for j in keep), tuple(loop.init[j] for j in keep), loop.form, body)
+    new = Loop(tuple(loop.params[j] for j in keep), tuple(loop.init[j] for j in keep), loop.form, body,
+               loop.sums & {loop.params[j] for j in keep})
     b.stmts[i] = Let(tuple(let.pat[j] for j in keep), new, let.loc)
     tape.site = (b, b.stmts[i])
     for p in drop:

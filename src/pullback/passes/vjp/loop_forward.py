@@ -66,7 +66,8 @@ def rev(ctx, b, st, adj, tape) -> None:
         list(body.result)
     params = [pa[i] for i in act] + [fa[v] for v in fvs] + state
     init = [pa_init[i] for i in act] + [fa_init[v] for v in fvs] + list(e.init)
-    outs = b.for_loop(params, init, k, e.form.bound, rb.body(res), names=[p.name for p in params])
+    outs = b.for_loop(params, init, k, e.form.bound, rb.body(res), names=[p.name for p in params],
+                      sums={fa[v] for v in fvs})   # note [adjoint-reassoc]
     _drop_saves(tape, list(tape.saved), values=True)
     for j, v in enumerate(fvs):
         adj.m[v] = outs[len(act) + j]
