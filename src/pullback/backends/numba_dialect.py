@@ -50,6 +50,7 @@ from . import numba_regions as regions
 from . import pysource as ps
 from .libcalls import LIBCALLS
 from .libcalls.vecmath import OPS as _VM_OPS
+from .numba_loop_helpers import LoopHelpers
 from .numba_stores import StoreHelpers, pop_copies
 
 _DECO = '@njit(cache=True, error_model="numpy")'
@@ -104,7 +105,7 @@ def _scalar_cast(dtype: str, text: str) -> str:
 CONCAT_COPIES = 3
 
 
-class NumbaDialect(StoreHelpers):
+class NumbaDialect(StoreHelpers, LoopHelpers):
     """Hooks for `pysource.emit_prog(..., dialect=...)`: print a numba-compatible module."""
 
     unsigned_indices = True   # computed indices proved in range print unsigned: note [unsigned-indices]
@@ -349,69 +350,6 @@ class NumbaDialect(StoreHelpers):
     def helper(self, name: str, src: str) -> str:
         self.helpers.setdefault(name, src)
         return name
-
-    def index_array_check(self) -> str:
-        """The helper that checks every index of an array against an axis size n
-        in one pass, raising ``IndexError(K, i)`` at the first bad one."""
-        return self.helper("_pb_check_idx", (
-            f"{self.deco}\ndef _pb_check_idx(idx, n, k):\n"
-            f"    for i in idx.flat:\n"
-            f"        if i < -n or i >= n:\n"
-            f"            raise IndexError(k, i)"))
-
-    def _take_add_helper(self, axis: int, ndim: int) -> str:
-        """`out[..., idx[k], ...] += v[..., k, ...]` (at `axis`) for every k, as an
-        explicit loop nest over `out`'s other axes: numba compiles a slice assignment's
-        error formatting, 1-3 s per process (gmm's gradient: 9.4 -> 6.9 s)."""
-        name = f"_take_add{axis}_{ndim}"
-        other = [d for d in range(ndim) if d != axis]
-        lines = [f"{self.deco}", f"def {name}(out, idx, v):", "    for k in range(idx.shape[0]):",
-                 "        j = idx[k]"]
-        for depth, d in enumerate(other):
-            lines.append(f"{'    ' * (depth + 2)}for i{d} in range(out.shape[{d}]):")
-        ix_out = ", ".join("j" if d == axis else f"i{d}" for d in range(ndim))
-        ix_v = ", ".join("k" if d == axis else f"i{d}" for d in range(ndim))
-        lines.append(f"{'    ' * (len(other) + 2)}out[{ix_out}] += v[{ix_v}]")
-        lines.append("    return out")
-        return self.helper(name, "\n".join(lines))
-
-    def _reduce_helper(self, op: str, out_dtype: str) -> str:
-        name = f"_reduce_{op}_{out_dtype}"
-        return self.helper(name, (
-            f"{self.deco}\ndef {name}(x):\n"
-            f"    out = np.empty(x.shape[0], dtype={_ND[out_dtype]})\n"
-            f"    for k in range(x.shape[0]):\n"
-            f"        out[k] = np.{op}(x[k])\n"
-            f"    return out"))
-
-    def _reduce_lead_helper(self, op: str, dtype: str) -> str:
-        """min or max over the first axis of a matrix, one row at a time (contiguous);
-        NaN wins, as in np.min/np.max."""
-        name = f"_reduce_lead_{op}_{dtype}"
-        cmp = "<" if op == "min" else ">"
-        return self.helper(name, (
-            f"{self.deco}\ndef {name}(x):\n"
-            f"    out = x[0].copy()\n"
-            f"    for r in range(1, x.shape[0]):\n"
-            f"        for c in range(x.shape[1]):\n"
-            f"            v = x[r, c]\n"
-            f"            if v {cmp} out[c] or v != v:\n"
-            f"                out[c] = v\n"
-            f"    return out"))
-
-    def _reduce_all_helper(self, op: str, dtype: str) -> str:
-        """min or max of a non-empty vector (any strides); NaN wins, as in np.min/np.max."""
-        name = f"_reduce_all_{op}_{dtype}"
-        cmp = "<" if op == "min" else ">"
-        return self.helper(name, (
-            f"{self.deco}\ndef {name}(x):\n"
-            f'    """{op} of a non-empty vector; NaN wins."""\n'
-            f"    out = x[0]\n"
-            f"    for k in range(1, x.shape[0]):\n"
-            f"        v = x[k]\n"
-            f"        if v {cmp} out or v != v:\n"
-            f"            out = v\n"
-            f"    return out"))
 
     # -- statements ----------------------------------------------------------------------
     def concat_copies(self, fe, st, depth) -> None:

@@ -1,0 +1,80 @@
+"""Module-level loop helpers of the numba dialect: explicit loops that numba
+compiles faster than its own library forms (note [compile-time]).
+
+Contract: a mixin of `NumbaDialect`, which provides `helper(name, src)` (write a
+helper once per module, return its name) and `deco` (the njit decorator).
+Each method writes its helper on first use and returns the helper's name:
+- `index_array_check()`: `_pb_check_idx(idx, n, k)`, every index of an array
+  against an axis size n in one pass (note [run-time-checks]);
+- `_take_add_helper(axis, ndim)`: `out[..., idx[k], ...] += v[..., k, ...]`;
+- `_reduce_helper(op, dtype)`: `np.<op>` of each row of a matrix;
+- `_reduce_lead_helper(op, dtype)` / `_reduce_all_helper(op, dtype)`: min or
+  max over the first axis of a matrix, or of a whole vector; NaN wins, as in
+  NumPy.
+"""
+from __future__ import annotations
+
+from . import pysource as ps
+
+_ND = ps._NP_DTYPE
+
+
+class LoopHelpers:
+    def index_array_check(self) -> str:
+        """The helper that checks every index of an array against an axis size n
+        in one pass, raising ``IndexError(K, i)`` at the first bad one."""
+        return self.helper("_pb_check_idx", (
+            f"{self.deco}\ndef _pb_check_idx(idx, n, k):\n"
+            f"    for i in idx.flat:\n"
+            f"        if i < -n or i >= n:\n"
+            f"            raise IndexError(k, i)"))
+
+    def _take_add_helper(self, axis: int, ndim: int) -> str:
+        """`out[..., idx[k], ...] += v[..., k, ...]` (at `axis`) for every k, as an
+        explicit loop nest over `out`'s other axes: numba compiles a slice assignment's
+        error formatting, 1-3 s per process (gmm's gradient: 9.4 -> 6.9 s)."""
+        name = f"_take_add{axis}_{ndim}"
+        other = [d for d in range(ndim) if d != axis]
+        lines = [f"{self.deco}", f"def {name}(out, idx, v):", "    for k in range(idx.shape[0]):",
+                 "        j = idx[k]"]
+        for depth, d in enumerate(other):
+            lines.append(f"{'    ' * (depth + 2)}for i{d} in range(out.shape[{d}]):")
+        ix_out = ", ".join("j" if d == axis else f"i{d}" for d in range(ndim))
+        ix_v = ", ".join("k" if d == axis else f"i{d}" for d in range(ndim))
+        lines.append(f"{'    ' * (len(other) + 2)}out[{ix_out}] += v[{ix_v}]")
+        lines.append("    return out")
+        return self.helper(name, "\n".join(lines))
+
+    def _reduce_helper(self, op: str, out_dtype: str) -> str:
+        name = f"_reduce_{op}_{out_dtype}"
+        return self.helper(name, (
+            f"{self.deco}\ndef {name}(x):\n"
+            f"    out = np.empty(x.shape[0], dtype={_ND[out_dtype]})\n"
+            f"    for k in range(x.shape[0]):\n"
+            f"        out[k] = np.{op}(x[k])\n"
+            f"    return out"))
+
+    def _reduce_lead_helper(self, op: str, dtype: str) -> str:
+        """min or max over the first axis of a matrix, one row at a time (contiguous);
+        NaN wins, as in np.min/np.max."""
+        return self._minmax_helper(f"_reduce_lead_{op}_{dtype}", op, (
+            "    out = x[0].copy()\n"
+            "    for r in range(1, x.shape[0]):\n"
+            "        for c in range(x.shape[1]):\n"
+            "            v = x[r, c]\n"
+            "            if v {cmp} out[c] or v != v:\n"
+            "                out[c] = v\n"))
+
+    def _reduce_all_helper(self, op: str, dtype: str) -> str:
+        """min or max of a non-empty vector (any strides); NaN wins, as in np.min/np.max."""
+        return self._minmax_helper(f"_reduce_all_{op}_{dtype}", op, (
+            f'    """{op} of a non-empty vector; NaN wins."""\n'
+            "    out = x[0]\n"
+            "    for k in range(1, x.shape[0]):\n"
+            "        v = x[k]\n"
+            "        if v {cmp} out or v != v:\n"
+            "            out = v\n"))
+
+    def _minmax_helper(self, name: str, op: str, loop: str) -> str:
+        cmp = "<" if op == "min" else ">"
+        return self.helper(name, f"{self.deco}\ndef {name}(x):\n" + loop.replace("{cmp}", cmp) + "    return out")
