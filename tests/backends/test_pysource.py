@@ -497,3 +497,30 @@ def test_elementwise_library_forms_do_not_alias_their_arguments():
     assert _aliasing_args(Prim("smul", (a, b))) == []
     assert _aliasing_args(Prim("erf", (a,))) == []
     assert _aliasing_args(Prim("no_such_library_call", (a, b))) == [a, b]
+
+
+def _sin_of_sum_after_a_loop(x):
+    t = x * 1.0
+    for _ in range(2):
+        j = 0
+        while j < 2:
+            t = np.sin(t * x)
+            j = j + 1
+        t = np.sin(t + x)   # its jvp reads cos(t + x) after binding sin(t + x)
+    return np.sum(t)
+
+
+def test_a_loop_result_keeps_its_name_while_read():
+    """The inner loop's result takes the outer loop parameter's Python name; `t + x`
+    is then added in place under that name, so the outer body's next value
+    (sin(t + x)) must not be bound to it while the jvp still reads t + x (found by
+    the slow random-program test: a silently wrong pysource jvp)."""
+    import pullback as pb
+
+    x = np.array([0.10080587, 0.47483398, -1.35541655])
+    v = np.array([0.3, -0.7, 1.1])
+    want = pb.jvp(_sin_of_sum_after_a_loop, (x,), (v,), backend="interp")[1]
+    got = pb.jvp(_sin_of_sum_after_a_loop, (x,), (v,), backend="pysource")[1]
+    assert np.isclose(got, want, rtol=1e-13, atol=0)
+    g = pb.grad(_sin_of_sum_after_a_loop, backend="interp")(x)
+    assert np.isclose(want, g @ v, rtol=1e-12)

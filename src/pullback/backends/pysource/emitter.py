@@ -324,14 +324,20 @@ class _FuncEmitter(_PrimEmitter):
 
     def _dead_after(self, body: Body, p: Var, k: int) -> bool:
         """Is `p`'s Python name free once statement k has run? Not while p, or a
-        value updated in place from p (which lives under p's name), is still read."""
+        value that lives under p's name, is still read: a value updated in place
+        from one of them, or the result of a loop that carries one of them (a
+        loop's parameter and result take their initial value's name, `loop`)."""
         from ...ir.traverse import free_vars
 
         names = {p}
         for s in body.stmts[:k + 1]:
+            if s is body.stmts[k]:
+                break
             target = s.exp.args[0] if id(s) in self.own.inplace else self.own.inplace_add.get(id(s))
-            if target is not None and target in names and s is not body.stmts[k]:
+            if target is not None and target in names:
                 names.update(s.pat[:1])
+            if isinstance(s.exp, Loop):
+                names.update(out for x0, out in zip(s.exp.init, s.pat) if x0 in names)
         if names & set(body.result):
             return False
         for s in body.stmts[k + 1:]:
