@@ -39,6 +39,7 @@ def _load(name, path):
 
 
 bench = _load("pb_bench_run", os.path.join(ROOT, "benchmarks", "run.py"))   # stdlib imports only
+fmt_t = _load("pb_bench_report", os.path.join(ROOT, "benchmarks", "report.py")).fmt_t
 
 PARTS = ("mm", "kmeans", "sparse", "vmap")
 DEFAULTS = {   # (default, --quick): "a,b,c" tuples separated by ";"
@@ -181,8 +182,8 @@ def one_core(pb, np, args, part, frameworks, backend, others):
         row = res[size] = {"agree": {}}
         try:
             row["pullback"] = pair(fns[0], fns[1], a, args)
-            print(f"  {part} {size}: pullback ({backend}) primal {bench.fmt_t(row['pullback']['primal'])}, deriv "
-                  f"{bench.fmt_t(row['pullback']['deriv'])}", flush=True)
+            print(f"  {part} {size}: pullback ({backend}) primal {fmt_t(row['pullback']['primal'])}, deriv "
+                  f"{fmt_t(row['pullback']['deriv'])}", flush=True)
         except Exception as e:  # noqa: BLE001 - reported in the table, the run goes on
             row["pullback"] = err("pullback failed", e)
             print(f"  {part} {size}: {row['pullback']}", flush=True)
@@ -212,8 +213,8 @@ def one_core(pb, np, args, part, frameworks, backend, others):
             pbr = row["pullback"]
             row["agree"][tool] = tuple(bench.disagreement(pbr[w + "_res"], row[tool][w + "_res"])
                                        for w in ("primal", "deriv"))
-            print(f"  {part} {size}: {tool} primal {bench.fmt_t(row[tool]['primal'])}, deriv "
-                  f"{bench.fmt_t(row[tool]['deriv'])}, disagreement {row['agree'][tool]}", flush=True)
+            print(f"  {part} {size}: {tool} primal {fmt_t(row[tool]['primal'])}, deriv "
+                  f"{fmt_t(row[tool]['deriv'])}, disagreement {row['agree'][tool]}", flush=True)
     return res
 
 
@@ -327,7 +328,7 @@ def part_table(part, res, rtol, lines):
             lines.append(f"| {fsize(size)} | error | | |" + " | | | |" * len(tools) + " | |")
             errors.append(f"{fsize(size)}: {pbr}")
             continue
-        cells = [bench.fmt_t(pbr["primal"]), bench.fmt_t(pbr["deriv"]), f"{pbr['deriv'] / pbr['primal']:.2f}"]
+        cells = [fmt_t(pbr["primal"]), fmt_t(pbr["deriv"]), f"{pbr['deriv'] / pbr['primal']:.2f}"]
         agree = []
         for t in tools:
             v = row.get(t)
@@ -336,13 +337,13 @@ def part_table(part, res, rtol, lines):
                 if v:
                     errors.append(f"{fsize(size)}: {v}")
                 continue
-            cells += [bench.fmt_t(v["primal"]), bench.fmt_t(v["deriv"]), f"{v['deriv'] / v['primal']:.2f}",
+            cells += [fmt_t(v["primal"]), fmt_t(v["deriv"]), f"{v['deriv'] / v['primal']:.2f}",
                       f"{pbr['deriv'] / v['deriv']:.2f}"]
             ep, ed = row["agree"][t]
             if not (ep is not None and ed is not None and ep <= rtol and ed <= rtol):
                 agree.append(f"{TOOL[t]}: primal {fagree(ep, rtol)}, deriv {fagree(ed, rtol)}")
         lines.append(f"| {fsize(size)} | " + " | ".join(cells) + f" | {'; '.join(agree) or '✓'} | "
-                     f"{bench.fmt_t(pbr['primal_first'])}, {bench.fmt_t(pbr['deriv_first'])} |")
+                     f"{fmt_t(pbr['primal_first'])}, {fmt_t(pbr['deriv_first'])} |")
     lines.append("")
     lines += [f"- {e}" for e in errors] + ([""] if errors else [])
 
@@ -427,7 +428,7 @@ def report(one, scal, meta, args, notes):
               "| speedup over parallel=False | agree |"), "|---|---|---|---|---|---|---|---|---|"]
 
         def cell(c, key, w):
-            return f"{bench.fmt_t(c[key][w])} ({bench.fmt_t(c[key][w + '_best'])})"
+            return f"{fmt_t(c[key][w])} ({fmt_t(c[key][w + '_best'])})"
 
         def speed(c, k1, k2, w):
             return f"{c[k1][w] / c[k2][w]:.3f} ({c[k1][w + '_best'] / c[k2][w + '_best']:.2f})"
