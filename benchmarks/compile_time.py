@@ -66,6 +66,8 @@ import tempfile
 import time
 from collections import defaultdict
 
+os.environ.setdefault("PULLBACK_TIERED", "0")   # first calls here are numba's whole compile (note [tiered-compile])
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(os.path.dirname(HERE), "src")
 DEFAULT_CASES = "gmm:gb-d64-k5,lstm:default,det:default,ode:gb-n10000-s100"

@@ -50,12 +50,16 @@ def startup_table(results, meta, errors):
          "populated one), so numba compiles. **New shape**: right after, the first call of the same primal and "
          "derivative on a second input with other sizes but the same ranks (the sizes in the last column): "
          "today pullback stages and compiles again. **Warm**: in a new process with the same input shapes as "
-         "the cold call, with the cache populated by the cold run (Python start-up and imports not included)."
+         "the cold call, with the cache populated by the cold run (Python start-up and imports not included). "
+         "**Numba ready**: a cold compile of a large module runs numba in a background process while the "
+         "first calls run the pysource backend (note [tiered-compile]); this is the first call plus the wait "
+         "for that compile, after which calls run numba's code (with `--clock cpu`, the worker's CPU time "
+         "counts too)."
          + ("" if meta["warm"] else f" Warm start not measured: the {meta['backend']} backend keeps no disk "
             "cache (only numba does)."), "",
-         "| program | cold primal | cold deriv | new shape primal | new shape deriv | warm primal | warm deriv "
-         "| warm cache hit (p/d) | new shape |",
-         "|---|---|---|---|---|---|---|---|---|"]
+         "| program | cold primal | cold deriv | cold: numba ready (p/d) | new shape primal | new shape deriv "
+         "| new shape: numba ready (p/d) | warm primal | warm deriv | warm cache hit (p/d) | new shape |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in rows.items():
         w = r.get("warm", {})
         s = r.get("shape", {})
@@ -63,8 +67,13 @@ def startup_table(results, meta, errors):
             errors.append(f"{name} / pullback warm-start probe: {w['error']}")
         if "error" in s:
             errors.append(f"{name} / pullback new-shape probe: {s['error']}")
-        cells = [name, fmt_t(r["primal_first"]), fmt_t(r["deriv_first"])]
-        cells += ["error", s["error"]] if "error" in s else [fmt_t(s.get("primal")), fmt_t(s.get("deriv"))]
+        cells = [name, fmt_t(r["primal_first"]), fmt_t(r["deriv_first"]),
+                 f"{fmt_t(r.get('primal_ready'))} / {fmt_t(r.get('deriv_ready'))}"]
+        if "error" in s:
+            cells += ["error", s["error"], ""]
+        else:
+            cells += [fmt_t(s.get("primal")), fmt_t(s.get("deriv")),
+                      f"{fmt_t(s.get('primal_ready'))} / {fmt_t(s.get('deriv_ready'))}"]
         if not w:
             cells += ["–", "–", "–"]
         elif "error" in w:

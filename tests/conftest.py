@@ -8,6 +8,9 @@
   tests/backends/test_numba.py, the corpus agreement tests in
   tests/test_corpus.py and the default-backend tests in tests/test_api.py.
   ``PULLBACK_BACKEND=numba make test-all`` runs everything on numba.
+- Sets ``PULLBACK_TIERED=0`` unless it is set: numba's tests compile in the
+  test's process, so that what they check is numba's code; tiered compilation
+  (note [tiered-compile]) has its own tests, tests/backends/test_tiered.py.
 - Registers the ``slow`` marker (deselect with ``-m 'not slow'``).
 - Registers Hypothesis profiles: ``default`` (deadline off) and ``ci``
   (derandomized); pick one with ``HYPOTHESIS_PROFILE=ci``.
@@ -24,6 +27,7 @@ if importlib.util.find_spec("pullback") is None and os.path.isdir(_SRC):
 
 os.environ["PULLBACK_CHECKS"] = "1"
 os.environ.setdefault("PULLBACK_BACKEND", "pysource")
+os.environ.setdefault("PULLBACK_TIERED", "0")
 
 try:
     from hypothesis import HealthCheck, settings

@@ -19,6 +19,7 @@ from .api import (
     memory_report,
     value_and_grad,
     vjp,
+    wait_for_compiles,
 )
 from .checkpointing import Binomial, Bisection, Budget, Joint, Online, Store, StripMine
 from .custom import ShapeDtypeStruct, checkpoint, custom_jvp, custom_vjp, pure_callback

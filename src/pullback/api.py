@@ -206,7 +206,11 @@ class jit(_Boundary):
                     if wkey is not None:
                         from .backends import warm_cache
 
-                        warm_cache.store(wkey, st)
+                        later = getattr(st.runner, "when_compiled", None)   # note [tiered-compile]
+                        if later is not None:
+                            later(lambda: warm_cache.store(wkey, st))
+                        else:
+                            warm_cache.store(wkey, st)
         out = (st.runner, st.out_tree, st.out_dtypes)
         if fast is not None:
             self._fast[fast] = out
@@ -278,6 +282,19 @@ def _described(obj, key):
 
 def _warm_enabled():
     return os.environ.get("PULLBACK_WARM_CACHE", "1") != "0"
+
+
+def wait_for_compiles(timeout: float | None = None) -> bool:
+    """Wait until numba's background compiles of this process are done and
+    their functions run numba's code; False if `timeout` seconds passed first.
+
+    On the numba backend a cold compile of a large module runs in a worker
+    process while calls run the same program through the pysource backend
+    (note [tiered-compile]); a benchmark calls this before timing. A compile
+    error is raised here (or at the function's next call)."""
+    from .backends.numba_tiered import wait_for_compiles as wait
+
+    return wait(timeout)
 
 
 @_api

@@ -388,6 +388,7 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
     of it runs in parallel, its `spec` what `from_spec` needs to rebuild it."""
     tune_malloc()
     setting = numba_parallel.setting(parallel)
+    source = prog
     prog = lower(prog, setting, metered)
     src, consts, par = _emit_par(prog, metered=metered, parallel=setting)
     f = prog.func(fname or prog.entry)
@@ -396,19 +397,71 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
                 [ps._param_dtype(p.type) for p in f.params], [ps._param_dtype(t) for t in f.ret_types], consts, par)
     from . import numba_generic
 
+    attempts = []   # (Spec, on_fail): a shape-generic module first, then the specialised one
     g = None if metered else numba_generic.plan(src)
     if g is not None:   # shape-generic: the machine code of an earlier shape, or one compile for all
         gsrc, shape_args = g
         import dataclasses
 
-        gspec = dataclasses.replace(spec, src=gsrc, h=_src_hash(gsrc), shape_args=shape_args)
-        fn = from_spec(gspec)
+        attempts.append((dataclasses.replace(spec, src=gsrc, h=_src_hash(gsrc), shape_args=shape_args),
+                         lambda: numba_generic.failed(gsrc)))
+    attempts.append((spec, None))
+    ptypes = [_numba_type(p.type) for p in f.params]
+    if not metered:
+        from .numba_tiered import tiered
+
+        t = tiered(prog, fname, attempts, ptypes, [_signature(s, ptypes) for s, _ in attempts], source)
+        if t is not None:   # note [tiered-compile]: pysource runs while numba compiles in the background
+            return t
+    return build(attempts, ptypes)
+
+
+def build(attempts, ptypes, precompile: bool = False):
+    """The entry of the first of `attempts` (`[(Spec, on_fail)]`) that numba
+    compiles in this process, for C-contiguous arguments of numba types
+    `ptypes`; `on_fail()` records an attempt that numba could not type (e.g. a
+    construct that needs its literal: this shape is compiled specialised). The
+    last attempt compiles at its first call unless `precompile`."""
+    for spec, on_fail in attempts[:-1]:
+        fn = from_spec(spec)
         try:
-            fn.precompile([_numba_type(p.type) for p in f.params])
+            fn.precompile(ptypes)
             return fn
-        except Exception:   # noqa: BLE001 - e.g. a construct that needs its literal: compile this shape specialised
-            numba_generic.failed(gsrc)
-    return from_spec(spec)
+        except Exception:   # noqa: BLE001 - the next attempt (numba's error text is not the user's)
+            if on_fail is not None:
+                on_fail()
+    fn = from_spec(attempts[-1][0])
+    if precompile:
+        fn.precompile(ptypes)
+    return fn
+
+
+def _consts(spec: Spec):
+    """The module's hidden trailing arguments for `spec`."""
+    if spec.shape_args:
+        from .numba_generic import ShapeArgs
+
+        return ShapeArgs(spec.consts, spec.shape_args)
+    return spec.consts
+
+
+def _signature(spec: Spec, ptypes) -> tuple:
+    """numba's signature of `spec`'s entry for parameters of numba types `ptypes`."""
+    import numba
+
+    return tuple([*ptypes, *(numba.typeof(a) for a in _consts(spec).trailing())])
+
+
+def compile_entry(src: str, h: str, cache: bool, dname: str, sig) -> None:
+    """Compile entry `dname` of module `src` (cache name `pb_<h>`) for numba
+    signature `sig` into numba's disk cache, verified as every compile is:
+    the tiered-compile worker's job (`numba_worker`)."""
+    tune_malloc()
+    with _LOCK:
+        defer_blas_check()
+        ensure_blas_for(src)
+        unit = _load_unit(h, src, cache)
+        unit.compile(dname, sig, opt_level())
 
 
 def lower(prog: Prog, setting=None, metered: bool = False) -> Prog:
@@ -457,11 +510,7 @@ def from_spec(spec: Spec):
     from numba.core import errors as nberr
 
     tune_malloc()
-    src, consts, par = spec.src, spec.consts, spec.par
-    if spec.shape_args:
-        from .numba_generic import ShapeArgs
-
-        consts = ShapeArgs(consts, spec.shape_args)
+    src, consts, par = spec.src, _consts(spec), spec.par
     with _LOCK:
         defer_blas_check()
         ensure_blas_for(src)

@@ -3,7 +3,7 @@ line on stdout (flushed), each echoing the message's "id".
 
 - start    -> {"id", "tool": "pullback"}
 - define   -> {"id", "success", ["error"], "timings": [define]}
-- evaluate -> {"id", "success", "output", "timings": ["warmup", then one "evaluate" per run]}
+- evaluate -> {"id", "success", "output", "timings": ["warmup", ["compile"], then one "evaluate" per run]}
 - analysis -> {"id"}
 - anything else -> {"id", "error"}
 
@@ -11,7 +11,9 @@ Evaluation checks the input against the module's schema and converts it to
 NumPy once (`modules/<name>.py`, `prepare`, untimed; see `schema.py`), calls the
 function once so that pullback stages and compiles it for the input's shapes
 (reported as a separate "warmup" timing: a cold compile, or a load from the
-disk cache), then times `min_runs` or more "evaluate" calls, until
+disk cache; for a large module, the first result computed by pysource while
+numba compiles in the background, whose remaining time is reported as
+"compile", note [tiered-compile]), then times `min_runs` or more "evaluate" calls, until
 `min_seconds` have passed (at most `Limits.max_runs` calls).
 
 Contract: the server survives any input. Every line read gets exactly one reply
@@ -241,6 +243,12 @@ class Session:
         t0 = time.perf_counter_ns()
         fn(*args)  # stages and compiles for these shapes: reported apart, as "warmup"
         timings = [{"name": "warmup", "nanoseconds": time.perf_counter_ns() - t0}]
+        from ..backends.numba_tiered import pending, wait_for_compiles
+
+        if pending():  # the warmup ran pysource while numba compiles (note [tiered-compile]): wait, report apart
+            t0 = time.perf_counter_ns()
+            wait_for_compiles()
+            timings.append({"name": "compile", "nanoseconds": time.perf_counter_ns() - t0})
         total = runs = 0
         out = None
         while (runs < max(min_runs, 1) or total < min_seconds * 1e9) and runs < self.limits.max_runs:

@@ -1,0 +1,112 @@
+"""Tiered compilation (note [tiered-compile]): seconds to the first result and to
+numba's code, with and without tiering, from an empty cache.
+
+    python benchmarks/tiered_start.py [--runs 2] [--cases gmm:gb-d64-k5,det:default,...] [--out FILE]
+
+Each run of a case is a new process with an empty cache that stages and calls
+the benchmark program's primal, then its derivative (benchmarks/programs), as
+a user's script would: **first** is the wall-clock seconds from a call to its
+result, **ready** the seconds from that call until numba's code runs
+(`pb.wait_for_compiles()` returned; the same as first when nothing compiles
+in the background). **cpu** is the CPU seconds of the process and of its
+compile worker until ready: tiering moves the compile
+to another core, it does not remove it. Variants: **tiered** (the default)
+and **untiered** (``PULLBACK_TIERED=0``), interleaved run by run; medians
+over the runs. Threads are limited to one per process (``*_NUM_THREADS=1``)
+but processes are not pinned: the worker is meant to run on another core,
+as it does on a user's machine. Compare within one run only.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.join(os.path.dirname(HERE), "src")
+CASES = "gmm:gb-d64-k5,det:default,lstm:default,ode:gb-n10000-s100,kmeans:default,det_lu:default,llsq:default"
+
+_CHILD = r"""
+import json, os, sys, time
+sys.path[:0] = [{here!r}, {src!r}]
+import numpy as np
+from programs import load, params
+import pullback as pb
+
+mod = load({name!r})
+primal, deriv, fargs = mod.tool_pullback(mod.make_input(params(mod, {size!r}), np.random.default_rng(0)), None)
+out = {{}}
+for what, fn in (("primal", primal), ("deriv", deriv)):
+    t0 = time.perf_counter()
+    fn(*fargs)
+    t1 = time.perf_counter()
+    pb.wait_for_compiles()
+    t2 = time.perf_counter()
+    out[what] = [t1 - t0, t2 - t0]
+from pullback.backends.numba_tiered import worker_cpu_seconds
+out["cpu"] = time.process_time() + worker_cpu_seconds()
+print(json.dumps(out))
+"""
+
+
+def run_case(name, size, tiered):
+    env = dict(os.environ)
+    for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        env[v] = "1"
+    env["PULLBACK_PARALLEL"] = "0"
+    env["PULLBACK_TIERED"] = "1" if tiered else "0"
+    with tempfile.TemporaryDirectory(prefix="pb-tiered-") as d:
+        env["PULLBACK_CACHE_DIR"] = d
+        r = subprocess.run([sys.executable, "-c", _CHILD.format(here=HERE, src=SRC, name=name, size=size)],
+                           env=env, capture_output=True, text=True)
+    try:
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return {"error": (r.stderr.strip().splitlines() or ["no output"])[-1][:200]}
+
+
+def fmt(s):
+    return "–" if s is None else (f"{s:.2f} s" if s >= 1 else f"{s * 1e3:.0f} ms")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", type=int, default=2)
+    p.add_argument("--cases", default=CASES, help="comma-separated program:size")
+    p.add_argument("--out", default=None, help="also write the markdown table here")
+    args = p.parse_args(argv)
+    cases = [c.split(":") for c in args.cases.split(",")]
+    res = {(n, s, t): [] for n, s in cases for t in (True, False)}
+    for _ in range(args.runs):
+        for n, s in cases:
+            for t in (True, False):
+                res[(n, s, t)].append(run_case(n, s, t))
+                print(n, s, "tiered" if t else "untiered", res[(n, s, t)][-1], file=sys.stderr, flush=True)
+    L = ["| case | variant | primal first | primal ready | deriv first | deriv ready | cpu (process + worker) |",
+         "|---|---|---|---|---|---|---|"]
+    for n, s in cases:
+        for t in (True, False):
+            rs = [r for r in res[(n, s, t)] if "error" not in r]
+            if not rs:
+                L.append(f"| {n} ({s}) | {'tiered' if t else 'untiered'} | error: {res[(n, s, t)][0]['error']} |||||")
+                continue
+
+            def med(f):
+                return statistics.median(f(r) for r in rs)
+            L.append(f"| {n} ({s}) | {'tiered' if t else 'untiered'} | {fmt(med(lambda r: r['primal'][0]))} | "
+                     f"{fmt(med(lambda r: r['primal'][1]))} | {fmt(med(lambda r: r['deriv'][0]))} | "
+                     f"{fmt(med(lambda r: r['deriv'][1]))} | {fmt(med(lambda r: r['cpu']))} |")
+    text = "\n".join(L)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
