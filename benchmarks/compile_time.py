@@ -198,9 +198,9 @@ def instrument(clock: Clock):
 
 
 def _module_lines() -> int:
-    from pullback.backends import numba_backend as nb
+    from pullback.backends.numba_units import UNITS
 
-    return sum(u.entry.src.count(b"\n") + 1 for u in nb._UNITS.values())
+    return sum(u.entry.src.count(b"\n") + 1 for u in UNITS.values())
 
 
 def _median_call(fn, args, min_time: float) -> tuple[float, int]:

@@ -3,6 +3,11 @@ numba's code, with and without tiering, from an empty cache.
 
     python benchmarks/tiered_start.py [--runs 2] [--cases gmm:gb-d64-k5,det:default,...] [--out FILE]
 
+Cases are program:size of benchmarks/programs, or GradBench's ``ba:P`` (P
+observations, the ba1 camera and point counts) and ``ht:NPTS`` (simple, a
+synthetic 22-bone model, benchmarks/gradbench_jac.py), whose primal and
+derivative are the module's objective and Jacobian.
+
 Each run of a case is a new process with an empty cache that stages and calls
 the benchmark program's primal, then its derivative (benchmarks/programs), as
 a user's script would: **first** is the wall-clock seconds from a call to its
@@ -28,7 +33,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(os.path.dirname(HERE), "src")
-CASES = "gmm:gb-d64-k5,det:default,lstm:default,ode:gb-n10000-s100,kmeans:default,det_lu:default,llsq:default"
+CASES = ("gmm:gb-d64-k5,det:default,lstm:default,ode:gb-n10000-s100,kmeans:default,det_lu:default,llsq:default,"
+         "ba:31843")
 
 _CHILD = r"""
 import json, os, sys, time
@@ -37,8 +43,21 @@ import numpy as np
 from programs import load, params
 import pullback as pb
 
-mod = load({name!r})
-primal, deriv, fargs = mod.tool_pullback(mod.make_input(params(mod, {size!r}), np.random.default_rng(0)), None)
+if {name!r} in ("ba", "ht"):   # GradBench's modules, as the server runs them (synthetic inputs)
+    aff = os.sched_getaffinity(0)
+    import gradbench_jac as gj
+    os.sched_setaffinity(0, aff)   # gradbench_jac pins itself to one core; the worker needs another
+    from pullback.gradbench.modules import ba, ht
+    if {name!r} == "ba":
+        fargs = ba.prepare(gj.ba_input(49, 7776, int({size!r})))
+        primal, deriv = ba.FUNCTIONS["objective"], ba.FUNCTIONS["jacobian"]
+    else:
+        fargs = ht.prepare(gj.ht_input(544, 1084, int({size!r}), False))
+        primal, deriv = ht.FUNCTIONS["objective"], ht.FUNCTIONS["jacobian"]
+else:
+    mod = load({name!r})
+    primal, deriv, fargs = mod.tool_pullback(mod.make_input(params(mod, {size!r}), np.random.default_rng(0)),
+                                             None)
 out = {{}}
 for what, fn in (("primal", primal), ("deriv", deriv)):
     t0 = time.perf_counter()

@@ -25,14 +25,19 @@ from pullback.backends import pysource as ps
 pytestmark = pytest.mark.usefixtures("private_cache")   # conftest.py
 
 
-@pytest.fixture
-def _opt_env():
-    old = os.environ.pop("PULLBACK_NUMBA_OPT", None)
+def _unset(var):
+    """Run a test with `var` unset, then restore it (a fixture's body)."""
+    old = os.environ.pop(var, None)
     yield
     if old is None:
-        os.environ.pop("PULLBACK_NUMBA_OPT", None)
+        os.environ.pop(var, None)
     else:
-        os.environ["PULLBACK_NUMBA_OPT"] = old
+        os.environ[var] = old
+
+
+@pytest.fixture
+def _opt_env():
+    yield from _unset("PULLBACK_NUMBA_OPT")
 
 
 def big(x):
@@ -162,12 +167,7 @@ def test_values_equal_across_levels(_opt_env):
 
 @pytest.fixture
 def _memchecks_env():
-    old = os.environ.pop("PULLBACK_NUMBA_MEMCHECKS", None)
-    yield
-    if old is None:
-        os.environ.pop("PULLBACK_NUMBA_MEMCHECKS", None)
-    else:
-        os.environ["PULLBACK_NUMBA_MEMCHECKS"] = old
+    yield from _unset("PULLBACK_NUMBA_MEMCHECKS")
 
 
 def _wide_loop(nin=16, nout=8):
@@ -240,12 +240,7 @@ def test_values_equal_across_memory_checks(_memchecks_env):
 
 @pytest.fixture
 def _hoist_env():
-    old = os.environ.pop("PULLBACK_NUMBA_HOISTCHECKS", None)
-    yield
-    if old is None:
-        os.environ.pop("PULLBACK_NUMBA_HOISTCHECKS", None)
-    else:
-        os.environ["PULLBACK_NUMBA_HOISTCHECKS"] = old
+    yield from _unset("PULLBACK_NUMBA_HOISTCHECKS")
 
 
 def elimination(A):               # det_lu's loops: triangular, in place

@@ -524,3 +524,23 @@ def test_a_loop_result_keeps_its_name_while_read():
     assert np.isclose(got, want, rtol=1e-13, atol=0)
     g = pb.grad(_sin_of_sum_after_a_loop, backend="interp")(x)
     assert np.isclose(want, g @ v, rtol=1e-12)
+
+
+def test_large_constants_are_passed_in_not_printed():
+    """A constant above LITERAL_MAX elements is a module global the runner
+    defines (printing 10^5 floats and parsing them took seconds)."""
+    import pullback as pb
+    from pullback.backends.pysource.emitter import LITERAL_MAX
+
+    c = np.linspace(-1.0, 1.0, 3 * LITERAL_MAX)
+    small = np.arange(20.0)
+
+    def f(x):
+        return np.sum(np.sin(x) * c) + np.sum(x[:20] * small)
+
+    x = np.linspace(0.0, 2.0, c.size)
+    g = pb.grad(f, backend="pysource")
+    np.testing.assert_allclose(g(x), np.cos(x) * c + np.concatenate([small, np.zeros(c.size - 20)]), rtol=1e-12)
+    src = pb.derivative_source(f, x)
+    assert "_pb_const[0]" in src and len(src) < 20 * LITERAL_MAX
+    assert "np.array([0.0, 1.0, 2.0" in src   # small constants are still printed

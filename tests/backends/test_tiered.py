@@ -297,3 +297,27 @@ def test_interpreted_steps_follow_trip_counts():
     small = numba_tiered.interpreted_steps(stage(h, (np.ones(10),)).prog)
     large = numba_tiered.interpreted_steps(stage(h, (np.ones(1000),)).prog)
     assert 50 < large / small < 150
+
+
+def test_pysource_failures_other_than_the_programs_wait_for_numba(tiered_env, monkeypatch):
+    def broken(*args):
+        raise ValueError("a limit of pysource, not of the program")
+
+    monkeypatch.setattr(numba_tiered.Tiered, "_tier0", lambda self: broken)
+
+    def h(x):
+        return np.sum(np.sin(x) * np.cos(x))
+
+    x = _args(seed=7)[0]
+    np.testing.assert_allclose(pb.jit(h, backend="numba")(x), h(x), rtol=1e-12)
+
+
+def test_the_programs_own_errors_are_raised_from_pysource(tiered_env):
+    def h(x, i):
+        return np.sum(np.sin(x)) * x[i]
+
+    jh = pb.jit(h, backend="numba")
+    x = _args(seed=8)[0]
+    with pytest.raises(pb.IndexOutOfBoundsError):
+        jh(x, 100)
+    np.testing.assert_allclose(jh(x, 3), h(x, 3), rtol=1e-12)

@@ -113,3 +113,25 @@ def test_comments_and_locs_are_ignored():
     text = print_prog(p, locs=True)
     assert "# demo.py:5" in text
     assert parse_prog(text) == p
+
+
+def test_fingerprint_hashes_large_constants():
+    """`fingerprint` (the numba module hash's view of a program) writes a large
+    constant as a digest: equal for equal values, different for any change."""
+    import numpy as np
+
+    from pullback.frontend import stage
+    from pullback.ir.printer import DIGEST_MIN, fingerprint, print_prog
+
+    def prog_with(c):
+        return stage(lambda x: np.sum(x * c), (np.ones(len(c)),)).prog
+
+    big = np.linspace(0.0, 1.0, 100 * DIGEST_MIN)
+    text = fingerprint(prog_with(big))
+    assert "sha256:" in text and len(text) < len(print_prog(prog_with(big))) / 50
+    assert fingerprint(prog_with(big.copy())) == text
+    changed = big.copy()
+    changed[-1] = np.nextafter(changed[-1], 2.0)
+    assert fingerprint(prog_with(changed)) != text
+    small = np.linspace(0.0, 1.0, 5)
+    assert fingerprint(prog_with(small)) == print_prog(prog_with(small))

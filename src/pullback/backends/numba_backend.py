@@ -38,6 +38,11 @@ Contract:
   module hash covers the source, which differs where a map is parallel.
 - A construct numba cannot type raises `PullbackError` naming the IR function,
   the primitive and the generated source line; there is no silent fallback.
+- Tiered compilation (note [tiered-compile]): a cold compile of a large
+  module whose program is cheap to interpret returns a `numba_tiered.Tiered`
+  entry, which runs pysource while this process's compile worker compiles
+  the module (`compile_entry`) into the disk cache; `build` makes the
+  compiled entry, here or after the worker. `PULLBACK_TIERED=0` turns it off.
 - `compile_prog` = passes + emission, giving a `Spec` (the module's source and
   hash, the entry's name and dtypes, hidden arguments), then `from_spec(spec)`;
   the warm cache (`warm_cache`) stores Specs, so a new process calls
@@ -58,11 +63,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import sys
 import threading
 import time
 import traceback
-import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -73,7 +76,8 @@ from . import numba_cache
 from .leaves import coerce as _coerce
 from .numba_blas import defer_blas_check, ensure_blas_for
 from .numba_malloc import tune_malloc
-from .numba_opt import forwarded, llvm_tag, numba_opt, opt_level, simplify_inlined
+from .numba_opt import forwarded, llvm_tag, opt_level, simplify_inlined
+from .numba_units import load_unit as _load_unit
 
 if TYPE_CHECKING:
     from ..ir.core import Prog
@@ -102,8 +106,7 @@ _VERSION = "3"   # 2: modules executed from memory, numba's files under a manife
 
 _MEMO: dict = {}
 _LAST = {"seconds": None, "cache_hit": None}
-_UNITS: dict = {}                # module name -> _Unit loaded in this process
-_LOCK = threading.RLock()        # guards _MEMO, _UNITS, module loading and first compiles
+_LOCK = threading.RLock()        # guards _MEMO, numba_units' registry, module loading and first compiles
 
 
 def emit_prog(prog: Prog, name_hints: bool = True, parallel: bool | None = None) -> str:
@@ -185,144 +188,16 @@ def _mutual_recursion(prog: Prog) -> list[str]:
     return sorted(out)
 
 
-class _Unit:
-    """A generated module loaded in this process and its cache entry. `cache`:
-    whether numba's disk cache is used; `ndir`: numba's cache path."""
-
-    def __init__(self, entry, modname: str, cache: bool):
-        self.entry, self.modname, self.cache = entry, modname, cache
-        self.ndir = None
-        self.generation = 0
-        self.mod = self._exec()
-
-    def _exec(self):
-        """Execute the module from the source in memory (never from the file)."""
-        from numba.core.caching import NullCache
-        from numba.core.dispatcher import Dispatcher
-
-        code = compile(self.entry.src, self.entry.path, "exec")
-        mod = types.ModuleType(self.modname)
-        mod.__file__ = self.entry.path
-        exec(code, mod.__dict__)  # noqa: S102 - the source pullback generated, held in memory
-        disps = [v for v in vars(mod).values() if isinstance(v, Dispatcher)]
-        if self.cache:
-            import numba
-
-            self.ndir = next((d._cache.cache_path for d in disps if not isinstance(d._cache, NullCache)), None)
-            bad = self.ndir
-            why = numba_cache.unsafe_reason(bad) if bad else "is not usable"
-            if why is None and numba.config.CACHE_DIR:
-                bad = numba.config.CACHE_DIR
-                why = numba_cache.unsafe_reason(bad)
-            if why:
-                self.cache = False
-                numba_cache.warn(f"numba's cache directory {bad} {why}; compiling {self.entry.path} without "
-                                 "numba's disk cache (make the directory private, e.g. `chmod 700`)")
-        if not self.cache:
-            for d in disps:
-                d._cache = NullCache()
-        sys.modules[self.modname] = mod   # only once it has run to the end
-        return mod
-
-    def compile(self, name: str, sig, opt: int = 3):
-        """Compile dispatcher `name` for `sig` at LLVM level `opt` (`opt_level`),
-        numba's cache files verified first; returns the dispatcher (a new one if
-        the module was reloaded)."""
-        with numba_opt(opt):
-            return self._compile(name, sig)
-
-    def _compile(self, name: str, sig):
-        disp = getattr(self.mod, name)
-        if not self.cache:
-            disp.compile(sig)
-            return disp
-        e = self.entry
-        with e.lock():
-            why = e.verify(self.ndir)
-            if why:
-                numba_cache.warn(f"{why}; discarded this entry's numba cache files and recompiling")
-                e.discard(self.ndir)
-            had_files = bool(e.numba_files(self.ndir))
-            try:
-                disp.compile(sig)
-            except Exception as err:
-                if not had_files:
-                    raise
-                # a cache file numba could not load (or a real error): drop the files,
-                # run the module afresh (numba remembers failed typings) and compile again
-                e.discard(self.ndir)
-                self.generation += 1
-                self.mod = self._exec()
-                disp = getattr(self.mod, name)
-                disp.compile(sig)
-                numba_cache.warn(f"numba could not load its cache files for {e.path} ({type(err).__name__}: "
-                                 f"{str(err)[:200]}); discarded them and recompiled")
-            try:
-                e.record(self.ndir)
-            except OSError as err:
-                numba_cache.warn(f"could not write the cache manifest {e.manifest}: {err}")
-        return disp
-
-
 def _module_hash(prog: Prog, f, src: str) -> str:
     """The cache entry's name: a hash of the printed IR, the entry's signature,
     the source and the versions."""
-    from ..ir.printer import print_prog, print_type
+    from ..ir.printer import fingerprint, print_type
 
     sig = ",".join(print_type(p.type) for p in f.params)
     import numba
 
     return hashlib.sha256("\n".join([_VERSION, numba.__version__, np.__version__, llvm_tag(),
-                                      print_prog(prog), f.name, sig, src]).encode()).hexdigest()[:24]
-
-
-def _load_unit(h: str, src: str, cache: bool) -> _Unit:
-    """The module `src` (entry `pb_<h>`), loaded once per process (call with `_LOCK`
-    held). `cache`: whether numba's disk cache may be used (not for mutual recursion)."""
-    modname = f"pullback_numba_{h}"
-    unit = _UNITS.get(modname)
-    if unit is not None:
-        return unit
-    d = numba_cache.module_dir()
-    while True:
-        _make_numba_dir(d)
-        entry = numba_cache.Entry(d, h, src)
-        with entry.lock():
-            try:
-                why = entry.write_module()
-            except OSError as err:  # e.g. a directory in the entry's place
-                if d == numba_cache.private_module_dir():
-                    raise
-                numba_cache.warn(f"cannot write the cache entry {entry.path} ({err}); "
-                                 "using a private temporary cache for it")
-                d = numba_cache.private_module_dir()
-                continue
-            if why:
-                numba_cache.warn(f"cached {why}; rewrote it and recompiling")
-            unit = _Unit(entry, modname, cache=cache)
-            if why and unit.cache:
-                entry.discard(unit.ndir)
-        break
-    _UNITS[modname] = unit
-    return unit
-
-
-def _make_numba_dir(d: str) -> None:
-    """Make numba's cache path for modules in `d` (see numba.core.caching's
-    locators) owner-only before numba makes it with the umask's mode."""
-    import numba
-
-    try:
-        if numba.config.CACHE_DIR:
-            from numba.core.caching import _CacheLocator
-
-            os.makedirs(numba.config.CACHE_DIR, mode=0o700, exist_ok=True)
-            sub = _CacheLocator.get_suitable_cache_subpath(os.path.join(d, "x.py"))
-            os.makedirs(os.path.join(numba.config.CACHE_DIR, sub), mode=0o700, exist_ok=True)
-        else:
-            os.makedirs(os.path.join(d, "__pycache__"), mode=0o700, exist_ok=True)
-    except OSError:
-        pass  # numba then picks another place, vetted in _Unit._exec
+                                      fingerprint(prog), f.name, sig, src]).encode()).hexdigest()[:24]
 
 
 def _numba_error(err, path: str, src: str, entry_name: str) -> PullbackError:

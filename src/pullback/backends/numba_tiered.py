@@ -29,7 +29,10 @@ Contract:
   runs, each call runs pysource on copies of its arguments in a helper
   thread and returns that result, unless the job finishes first: then the
   pysource run is abandoned (an asynchronous exception in its thread) and
-  the call runs numba's code. A job that failed (numba cannot compile the
+  the call runs numba's code. A pysource run that raises a `PullbackError`
+  (the program's own located errors, which numba's code raises alike)
+  raises it; any other exception is pysource's limit, and the call waits for
+  numba's code. A job that failed (numba cannot compile the
   module, or the worker died) makes the next call compile in this process,
   which raises the same errors as an untiered compile. `tier` says which
   code runs now ("pysource" or "numba"); `spec` is None until then (the warm
@@ -60,7 +63,7 @@ import sys
 import threading
 import weakref
 
-TIER_LINES = 100
+TIER_LINES = 30
 STEPS_PER_LINE = 5000   # pysource runs ~0.2-1 us per statement, numba compiles ~5-25 ms per line
 UNKNOWN_TRIPS = 1000
 IDLE_SECONDS = 60.0
@@ -325,13 +328,22 @@ class Tiered:
         t.start()
         try:
             wake.wait()
+        except BaseException:   # e.g. KeyboardInterrupt: the pysource run is not wanted either
+            _abandon(t)
+            raise
         finally:
             self._job.notify(wake, False)
         if "out" in box:
             return box["out"]
-        if "err" in box:
-            raise box["err"]
-        _abandon(t)
+        err = box.get("err")
+        if err is not None:
+            from ..errors import PullbackError
+
+            if isinstance(err, PullbackError):   # the program's own located error: numba's code raises it too
+                raise err
+            # anything else is pysource's limit, not the program's: numba's code decides
+        else:
+            _abandon(t)
         return self.switch()(*args)
 
     def switch(self):

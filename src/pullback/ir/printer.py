@@ -39,6 +39,7 @@ bodies, so indentation is only for the reader)::
 """
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
@@ -128,13 +129,26 @@ def _binder(v: Var) -> str:
     return f"{_name(v.name)}: {print_type(v.type)}"
 
 
-def _atoms(xs) -> str:
-    return "(" + ", ".join(print_atom(a) for a in xs) + ")"
+def _atoms(xs, atom=print_atom) -> str:
+    return "(" + ", ".join(atom(a) for a in xs) + ")"
+
+
+DIGEST_MIN = 64   # array constants with more elements are hashed, not printed, by `fingerprint`
+
+
+def _digest_atom(a) -> str:
+    if isinstance(a, Const) and a.type.shape:
+        v = np.ascontiguousarray(np.asarray(a.value))
+        if v.size > DIGEST_MIN:
+            h = hashlib.sha256(f"{v.dtype.str}{v.shape}".encode() + v.tobytes()).hexdigest()
+            return f"const {a.type} sha256:{h}"
+    return print_atom(a)
 
 
 class _Printer:
-    def __init__(self, locs: bool):
+    def __init__(self, locs: bool, atom=print_atom):
         self.locs = locs
+        self.atom = atom
         self.lines: list[str] = []
 
     def emit(self, depth: int, text: str) -> None:
@@ -143,7 +157,7 @@ class _Printer:
     def body(self, body: Body, depth: int, keyword: str) -> None:
         for st in body.stmts:
             self.let(st, depth)
-        self.emit(depth, f"{keyword} {_atoms(body.result)}")
+        self.emit(depth, f"{keyword} {_atoms(body.result, self.atom)}")
 
     def let(self, st: Let, depth: int) -> None:
         if len(st.pat) == 1:
@@ -154,11 +168,11 @@ class _Printer:
         tail = f"  # {st.loc}" if self.locs and st.loc is not None else ""
         e = st.exp
         if isinstance(e, Prim):
-            self.emit(depth, head + f"{_name(e.op)}{_atoms(e.args)}{print_params(e.params)}" + tail)
+            self.emit(depth, head + f"{_name(e.op)}{_atoms(e.args, self.atom)}{print_params(e.params)}" + tail)
         elif isinstance(e, Apply):
-            self.emit(depth, head + f"call {_name(e.func)}{_atoms(e.args)}" + tail)
+            self.emit(depth, head + f"call {_name(e.func)}{_atoms(e.args, self.atom)}" + tail)
         elif isinstance(e, If):
-            self.emit(depth, head + f"if {print_atom(e.cond)} {{" + tail)
+            self.emit(depth, head + f"if {self.atom(e.cond)} {{" + tail)
             self.body(e.then, depth + 1, "yield")
             self.emit(depth, "} else {")
             self.body(e.else_, depth + 1, "yield")
@@ -166,9 +180,9 @@ class _Printer:
         elif isinstance(e, Loop):
             if len(e.params) != len(e.init):
                 raise IRError("loop: params and init differ in length")
-            ps = ", ".join(f"{_binder(p)} = {print_atom(a)}" for p, a in zip(e.params, e.init))
+            ps = ", ".join(f"{_binder(p)} = {self.atom(a)}" for p, a in zip(e.params, e.init))
             if isinstance(e.form, ForForm):
-                form = f"for {_binder(e.form.index)} < {print_atom(e.form.bound)}"
+                form = f"for {_binder(e.form.index)} < {self.atom(e.form.bound)}"
             elif isinstance(e.form, WhileForm):
                 form = f"while {_name(e.form.cond.name)}"
             else:
@@ -177,7 +191,7 @@ class _Printer:
             self.body(e.body, depth + 1, "yield")
             self.emit(depth, "}")
         elif isinstance(e, Map):
-            self.emit(depth, head + _map_head(e) + " {" + tail)
+            self.emit(depth, head + _map_head(e, self.atom) + " {" + tail)
             self.body(e.lam.body, depth + 1, "yield")
             self.emit(depth, "}")
         else:
@@ -195,14 +209,14 @@ class _Printer:
         self.emit(0, "}")
 
 
-def _map_head(e: Map) -> str:
+def _map_head(e: Map, atom=print_atom) -> str:
     """`map [i: i64 < n] (x: f64 <- xs, ...) acc (a: f64[3] = a0, ...)`."""
     if len(e.lam.params) != 1 + len(e.arrays) + len(e.accs):
         raise IRError("map: lambda parameters do not match its arrays and accumulators")
-    els = ", ".join(f"{_binder(p)} <- {print_atom(a)}" for p, a in zip(e.elems, e.arrays))
-    head = f"map [{_binder(e.index)} < {print_atom(e.width)}] ({els})"
+    els = ", ".join(f"{_binder(p)} <- {atom(a)}" for p, a in zip(e.elems, e.arrays))
+    head = f"map [{_binder(e.index)} < {atom(e.width)}] ({els})"
     if e.accs:
-        head += " acc (" + ", ".join(f"{_binder(p)} = {print_atom(a)}" for p, a in zip(e.acc_params, e.accs)) + ")"
+        head += " acc (" + ", ".join(f"{_binder(p)} = {atom(a)}" for p, a in zip(e.acc_params, e.accs)) + ")"
     return head
 
 
@@ -219,7 +233,10 @@ def print_func(f: Func, entry: bool = False, locs: bool = False) -> str:
 
 
 def print_prog(prog: Prog, locs: bool = False) -> str:
-    p = _Printer(locs)
+    return _print_prog(prog, _Printer(locs))
+
+
+def _print_prog(prog: Prog, p: _Printer) -> str:
     names = [f.name for f in prog.funcs]
     if prog.entry not in names:
         p.emit(0, f"entry {_name(prog.entry)}")
@@ -228,6 +245,15 @@ def print_prog(prog: Prog, locs: bool = False) -> str:
             p.lines.append("")
         p.func(f, f.name == prog.entry and names.index(f.name) == i)
     return "\n".join(p.lines) + "\n"
+
+
+def fingerprint(prog: Prog) -> str:
+    """`print_prog(prog)` with each array constant of more than `DIGEST_MIN`
+    elements written as the sha256 of its dtype, shape and bytes: a cache key
+    (equal programs, equal text; different constants, different text), not
+    parseable. Printing a large constant element by element took seconds
+    (llsq's 800000 floats: 1.1-2.5 s of a cold compile)."""
+    return _print_prog(prog, _Printer(False, _digest_atom))
 
 
 def print_exp(e) -> str:

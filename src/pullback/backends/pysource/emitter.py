@@ -2,9 +2,12 @@
 
 Contract: `emit_prog(prog, name_hints=True, dialect=None) -> str` (see the
 package docstring); `emit_module(...)` returns the `_Module` with `source`,
-its run-time check sites (`sites`, see `backends.checks`) and `line_locs`
+its run-time check sites (`sites`, see `backends.checks`), `line_locs`
 (the `SrcLoc` of the statement each line of `source` belongs to, None
-outside statements; line n is ``line_locs[n - 1]``). `_Module` holds
+outside statements; line n is ``line_locs[n - 1]``) and `const_values`:
+constant arrays of more than `LITERAL_MAX` elements, which the source reads
+from a module global ``_pb_const`` (a list) that whoever executes it
+defines, instead of printing them. `_Module` holds
 per-module state (function names, module constants, which imports are
 needed); `_FuncEmitter` prints one function: names, atoms, provenance
 comments, control flow (primitives and checks: `prims`). A `dialect` (the
@@ -36,6 +39,8 @@ from .text import (
     safe_text,
 )
 
+LITERAL_MAX = 4096   # constants with more elements are not printed (the numba dialect's _BIG_CONST)
+
 
 class _Module:
     def __init__(self, prog: Prog, name_hints: bool, dialect=None):
@@ -49,6 +54,7 @@ class _Module:
         # call (the numba dialect's large constants, note [numba-constants])
         self.extra_params: list[str] = dialect.prepare(prog) if dialect is not None else []
         self.consts: list[str] = []
+        self.const_values: list = []   # constants above LITERAL_MAX elements: `_pb_const` of the module
         self.const_names: dict = {}
         self.uses_rt = False
         self.uses_types = False
@@ -70,14 +76,17 @@ class _Module:
         if t.size == 0:
             return f"np.zeros({_shape_lit(t.shape)}, dtype={_NP_DTYPE[t.dtype]})"
         dt = "" if t.dtype in ("f64", "i64", "bool") else f", dtype={_NP_DTYPE[t.dtype]}"
-        text = f"np.array({_nested(a, t.dtype)}{dt})"
         if t.size <= 8:
-            return text
+            return f"np.array({_nested(a, t.dtype)}{dt})"
         key = c
         if key not in self.const_names:
             name = f"_c{len(self.consts)}"
             self.const_names[key] = name
-            self.consts.append(f"{name} = {text}")
+            if t.size > LITERAL_MAX:   # printing and parsing it would take seconds: the runner passes it in
+                self.consts.append(f"{name} = _pb_const[{len(self.const_values)}]  # {t}: too large to print")
+                self.const_values.append(np.array(a, dtype=_np_dtype(t.dtype)))
+            else:
+                self.consts.append(f"{name} = np.array({_nested(a, t.dtype)}{dt})")
         return self.const_names[key]
 
 

@@ -59,7 +59,7 @@ def compile_prog(prog: Prog, fname: str | None = None):
     n = next(_COUNTER)
     filename = f"<pullback-{_sanitize(prog.entry)}-{n}>"
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-    ns: dict = {"__name__": f"pullback_generated_{n}"}
+    ns: dict = {"__name__": f"pullback_generated_{n}", "_pb_const": m.const_values}
     exec(compile(src, filename, "exec"), ns)
     f = prog.func(fname or prog.entry)
     fn = ns[m.fnames[f.name]]

@@ -28,7 +28,8 @@ from ...ir.types import StoreType, TensorType
 _NP_DTYPE = {"f64": "np.float64", "f32": "np.float32", "i64": "np.int64", "bool": "np.bool_"}
 
 # names generated code uses at module level (the numba dialect imports njit and List)
-_RESERVED = set(keyword.kwlist) | set(keyword.softkwlist) | set(dir(builtins)) | {"np", "njit", "List"}
+_RESERVED = (set(keyword.kwlist) | set(keyword.softkwlist) | set(dir(builtins))
+             | {"np", "njit", "List", "_pb_const"})
 
 
 def safe_text(s) -> str:
