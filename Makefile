@@ -36,3 +36,4 @@ bench: $(VENV)/.stamp
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/run.py --sizes gradbench --clock cpu --out benchmarks/results/gradbench.md   # issue 13: GradBench sizes
 	$(BIN)/python benchmarks/combinators/run.py   # issue 12: pb.map/reduce/hist/vmap, 1 -> 2 cores
+	$(BIN)/python benchmarks/tiered_start.py --runs 1 --out benchmarks/results/tiered.md   # first result vs numba ready

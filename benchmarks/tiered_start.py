@@ -119,7 +119,27 @@ def main(argv=None):
             L.append(f"| {n} ({s}) | {'tiered' if t else 'untiered'} | {fmt(med(lambda r: r['primal'][0]))} | "
                      f"{fmt(med(lambda r: r['primal'][1]))} | {fmt(med(lambda r: r['deriv'][0]))} | "
                      f"{fmt(med(lambda r: r['deriv'][1]))} | {fmt(med(lambda r: r['cpu']))} |")
-    text = "\n".join(L)
+    import datetime
+    import platform
+
+    import numba
+    import numpy
+
+    try:
+        rev = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True).stdout.strip() or "unknown"
+    except OSError:
+        rev = "unknown"
+    head = ["# Tiered compilation: first result and numba ready, from an empty cache", "",
+            f"- date: {datetime.datetime.now().isoformat(timespec='seconds')}; pullback commit {rev}",
+            f"- machine: {platform.machine()}, {os.cpu_count()} cores; python {platform.python_version()}, "
+            f"numpy {numpy.__version__}, numba {numba.__version__}",
+            f"- runs per case and variant: {args.runs} (medians), variants interleaved; one thread per process, "
+            "processes not pinned", "",
+            "Reproduce: `python benchmarks/tiered_start.py` (see its docstring). **first**: wall seconds from "
+            "the call to its result; **ready**: from the call until numba's code runs; **cpu**: CPU seconds "
+            "of the process and its compile worker until then.", ""]
+    text = "\n".join(head + L)
     print(text)
     if args.out:
         with open(args.out, "w") as f:

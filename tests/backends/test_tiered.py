@@ -321,3 +321,23 @@ def test_the_programs_own_errors_are_raised_from_pysource(tiered_env):
     with pytest.raises(pb.IndexOutOfBoundsError):
         jh(x, 100)
     np.testing.assert_allclose(jh(x, 3), h(x, 3), rtol=1e-12)
+
+
+def test_user_callbacks_stay_on_the_calling_thread(tiered_env):
+    """pysource runs on a helper thread that may be abandoned: a program that
+    calls user Python code (pb.pure_callback) is compiled in this process."""
+    threads = []
+
+    def user_fn(x):
+        threads.append(threading.current_thread())
+        return np.cos(x) * x
+
+    def h(x):
+        y = pb.pure_callback(user_fn, pb.ShapeDtypeStruct(x.shape, x.dtype), x)
+        return np.sum(np.sin(y) * np.exp(y) * np.tanh(x))
+
+    jh = pb.jit(h, backend="numba")
+    x = _args(seed=9)[0]
+    np.testing.assert_allclose(jh(x), h(x), rtol=1e-12)
+    assert not isinstance(_runner(jh), numba_tiered.Tiered)
+    assert threads and all(t is threading.main_thread() for t in threads)

@@ -16,8 +16,9 @@ Contract:
   runs (before the numba-only passes). Tiering applies when
   ``PULLBACK_TIERED`` is not ``0`` (default on), the module is cached on
   disk (no mutual recursion), runs no map in parallel, the program has no
-  recursion (pysource's recursion limit differs from numba's stack), the
-  module has at least ``PULLBACK_TIER_LINES`` lines (default `TIER_LINES`),
+  recursion (pysource's recursion limit differs from numba's stack) and
+  calls no user Python code (`pb.pure_callback`: pysource runs on a helper
+  thread that may be abandoned), the module has at least ``PULLBACK_TIER_LINES`` lines (default `TIER_LINES`),
   pysource's run is not expected to take longer than numba's compile
   (`interpreted_steps` at most `STEPS_PER_LINE` per line), numba's files for
   it are not on disk yet (a cold compile) and the worker process starts.
@@ -381,6 +382,7 @@ def interpreted_steps(prog) -> float:
     a branch its larger side, a call the callee's estimate. Maps that pysource
     vectorises count as loops, so the estimate errs high (towards not tiering)."""
     from ..ir.core import Apply, Const, ForForm, If, Loop, Map
+    from ..ir.traverse import exp_scopes
 
     def trips(a):
         if isinstance(a, Const):
@@ -405,7 +407,8 @@ def interpreted_steps(prog) -> float:
             return 1 + trips(e.width) * (1 + body(e.lam.body))
         if isinstance(e, Apply):
             return 1 + func(e.func)
-        return 1
+        scopes = exp_scopes(e)   # a combinator of `pullback.reducers` (scan, hist, ...): width unknown here
+        return 1 + UNKNOWN_TRIPS * sum(body(b) for _, b in scopes) if scopes else 1
 
     def func(name):
         if name not in memo:
@@ -414,6 +417,15 @@ def interpreted_steps(prog) -> float:
         return memo[name]
 
     return func(prog.entry)
+
+
+def _calls_back(prog) -> bool:
+    """Whether `prog` calls user Python code (`pb.pure_callback`), which must
+    not run on a helper thread that may be abandoned."""
+    from ..ir.core import Prim
+    from ..ir.traverse import iter_lets
+
+    return any(isinstance(st.exp, Prim) and st.exp.op == "callback" for f in prog.funcs for st in iter_lets(f.body))
 
 
 def _start(prog, attempts, sigs, source_prog):
@@ -428,7 +440,8 @@ def _start(prog, attempts, sigs, source_prog):
     from .numba_cache import Entry, module_dir
     from .numba_dialect import cycle_edges
 
-    if cycle_edges(prog) or interpreted_steps(source_prog) > STEPS_PER_LINE * max(lines, 1):
+    if (cycle_edges(prog) or _calls_back(source_prog)
+            or interpreted_steps(source_prog) > STEPS_PER_LINE * max(lines, 1)):
         return None
     d = module_dir()
     if any(os.path.exists(Entry(d, s.h, s.src).manifest) for s in specs):
