@@ -405,6 +405,9 @@ def from_spec(spec: Spec):
         nonlocal disp
         if key in seen:
             return
+        if tuple(sig) in disp.overloads:   # compiled or loaded already (`precompile`): no second verification
+            seen.add(key)
+            return
         old = disp
         hits0 = sum(old.stats.cache_hits.values())
         t0 = time.perf_counter()
