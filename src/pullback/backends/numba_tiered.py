@@ -413,7 +413,8 @@ def interpreted_steps(prog) -> float:
     def func(name):
         if name not in memo:
             memo[name] = UNKNOWN_TRIPS   # a cycle (excluded by the caller) counts as unknown
-            memo[name] = body(funcs[name].body)
+            if name in funcs:
+                memo[name] = body(funcs[name].body)
         return memo[name]
 
     return func(prog.entry)
@@ -440,8 +441,11 @@ def _start(prog, attempts, sigs, source_prog):
     from .numba_cache import Entry, module_dir
     from .numba_dialect import cycle_edges
 
-    if (cycle_edges(prog) or _calls_back(source_prog)
-            or interpreted_steps(source_prog) > STEPS_PER_LINE * max(lines, 1)):
+    try:
+        if (cycle_edges(prog) or _calls_back(source_prog)
+                or interpreted_steps(source_prog) > STEPS_PER_LINE * max(lines, 1)):
+            return None
+    except Exception:  # noqa: BLE001 - tiering is only a speed-up: a program these analyses miss compiles here
         return None
     d = module_dir()
     if any(os.path.exists(Entry(d, s.h, s.src).manifest) for s in specs):
