@@ -17,6 +17,9 @@ return sweep's re-executed iterations read the entry state. The caller
 (`body.fwd_body` with `lazy=True`) asks only where nothing after the loop in
 the re-executed body reads the loop's results, so no forward run is needed.
 
+`commutes(ctx, b, st)` is that condition alone: the store-all reversal of such
+a loop runs its return sweep forward (`LoopTape.forward`).
+
 `final_state(ctx, b, st, p)` says, for any `for` loop, whether every location of
 its in-place array `p` that iteration k reads is written by no iteration k' >= k
 ("triangular" loops, Gaussian elimination): then the store-all reversal logs
@@ -41,9 +44,21 @@ class _Fail(Exception):
 def lazy_tape(ctx, b, st):
     from .loop import LoopTape
 
+    if not commutes(ctx, b, st):
+        return None
+    e = st.exp
+    return LoopTape(count=e.form.bound, entry={p: e.init[j] for j, p in enumerate(e.params)}, forward=True)
+
+
+def commutes(ctx, b, st) -> bool:
+    """Whether `for` loop `st`'s iterations are independent as described in the
+    module docstring (each touches only its own slab and locations no iteration
+    writes): then its return sweep may also run them in increasing order, the
+    adjoint contributions to shared locations being sums (note
+    [independent-loops], "forward return sweeps")."""
     e = st.exp
     if not isinstance(e, Loop) or not isinstance(e.form, ForForm):
-        return None
+        return False
     facts = _loop_facts(ctx, b, e)
     try:
         found = []
@@ -51,15 +66,15 @@ def lazy_tape(ctx, b, st):
             if e.body.result[j] == p:
                 continue  # unchanged: every iteration sees the value before the loop
             if not isinstance(p.type, TensorType) or p.type.ndim == 0:
-                return None
+                return False
             writes, reads = [], []
             _accesses(e.body, p, e.body.result[j], writes, reads)
             found.append((writes, reads))
         for writes, reads in found:
             _check(e.form.index, writes, reads, facts)
     except _Fail:
-        return None
-    return LoopTape(count=e.form.bound, entry={p: e.init[j] for j, p in enumerate(e.params)})
+        return False
+    return True
 
 
 def final_state(ctx, b, st, p) -> bool:

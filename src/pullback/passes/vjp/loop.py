@@ -66,6 +66,8 @@ class LoopTape:
                                                   # saved, row = iteration (saved.py)
     final: dict = field(default_factory=dict)     # param -> the loop's result for it, which every
                                                   # re-executed iteration reads (`independent.final_state`)
+    forward: bool = False         # the iterations commute (`independent.commutes`): with nothing popped
+                                  # per iteration, the return sweep runs them in increasing order
 
 
 @dataclass
@@ -216,7 +218,8 @@ def fwd_store(ctx, b, st) -> LoopTape:
     chains.update(schains)
     sb = b.child()
     new_params, new_init = [], []
-    tape = LoopTape(count=e.form.bound if isinstance(e.form, ForForm) else None)
+    tape = LoopTape(count=e.form.bound if isinstance(e.form, ForForm) else None,
+                    forward=independent.commutes(ctx, b, st))
 
     # each store gets one push per iteration: a static trip count is its size
     cap = {"cap": max(int(e.form.bound.value), 1)} \
@@ -418,6 +421,13 @@ def rev(ctx, b, st, adj, tape) -> None:
     rev_store(ctx, b, st, adj, tape)
 
 
+def _runs_forward(tape: LoopTape) -> bool:
+    """Whether the return sweep may visit the iterations in increasing order: they
+    commute and nothing is popped per iteration (pops are last in, first out)."""
+    return tape.forward and not (tape.saved or tape.undo or tape.stores or tape.values or tape.nested
+                                 or tape.loaded)
+
+
 def rev_store(ctx, b, st, adj, tape: LoopTape) -> None:
     """The store-all return sweep, for the tape of `fwd_store`."""
     e = st.exp
@@ -446,7 +456,9 @@ def rev_store(ctx, b, st, adj, tape: LoopTape) -> None:
     cur = dict(stores)   # outer store var -> current value inside the body
     restored = {}
     n = tape.count
-    if isinstance(e.form, ForForm):
+    if isinstance(e.form, ForForm) and _runs_forward(tape):
+        restored[e.form.index] = k   # note [independent-loops], "forward return sweeps"
+    elif isinstance(e.form, ForForm):
         nm1 = rb.emit("sub", n, Const(1, I64), name="last")
         restored[e.form.index] = rb.emit("sub", nm1, k, name=e.form.index.name)
         ctx.nonneg.add(restored[e.form.index])   # in [0, n)
