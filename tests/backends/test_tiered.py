@@ -341,3 +341,30 @@ def test_user_callbacks_stay_on_the_calling_thread(tiered_env):
     np.testing.assert_allclose(jh(x), h(x), rtol=1e-12)
     assert not isinstance(_runner(jh), numba_tiered.Tiered)
     assert threads and all(t is threading.main_thread() for t in threads)
+
+
+def test_no_tiering_for_frozen_apps_or_a_refused_cache(tiered_env, monkeypatch, tmp_path):
+    """A frozen application's executable would start the application again, and a
+    refused cache directory means a private one the worker could not share."""
+    monkeypatch.setattr(numba_tiered.sys, "frozen", True, raising=False)
+
+    def h1(x):
+        return np.sum(np.sin(x) * np.sinh(x))
+
+    j1 = pb.jit(h1, backend="numba")
+    x = _args(seed=11)[0]
+    np.testing.assert_allclose(j1(x), h1(x), rtol=1e-12)
+    assert not isinstance(_runner(j1), numba_tiered.Tiered)
+    monkeypatch.delattr(numba_tiered.sys, "frozen")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)   # writable by others: refused (note [numba-cache-safety])
+    monkeypatch.setenv("PULLBACK_CACHE_DIR", str(shared))
+
+    def h2(x):
+        return np.sum(np.cos(x) * np.cosh(x))
+
+    j2 = pb.jit(h2, backend="numba")
+    with pytest.warns(Warning):
+        np.testing.assert_allclose(j2(x), h2(x), rtol=1e-12)
+    assert not isinstance(_runner(j2), numba_tiered.Tiered)

@@ -21,7 +21,10 @@ Contract:
   thread that may be abandoned), the module has at least ``PULLBACK_TIER_LINES`` lines (default `TIER_LINES`),
   pysource's run is not expected to take longer than numba's compile
   (`interpreted_steps` at most `STEPS_PER_LINE` per line), numba's files for
-  it are not on disk yet (a cold compile) and the worker process starts.
+  it are not on disk yet (a cold compile), the cache directory is the one
+  configured (not a private fallback the worker would not share), the
+  process is not a frozen application (whose executable would start the
+  application again) and the worker process starts.
   `attempts`: `[(Spec, on_fail)]` in order of preference (a shape-generic
   module, then the specialised one; `on_fail()` records a failed attempt),
   `sigs[i]`: numba's signature for attempt i, `ptypes`: the parameters'
@@ -432,8 +435,8 @@ def _calls_back(prog) -> bool:
 def _start(prog, attempts, sigs, source_prog):
     """The job compiling this module, queued for the worker, or None when
     tiering does not apply."""
-    if not enabled():
-        return None
+    if not enabled() or getattr(sys, "frozen", False) or not sys.executable:
+        return None   # a frozen application's executable is not a Python that runs the worker
     specs = [s for s, _ in attempts]
     lines = specs[-1].src.count("\n")
     if any(not s.cache or s.par for s in specs) or lines < min_lines():
@@ -447,13 +450,17 @@ def _start(prog, attempts, sigs, source_prog):
             return None
     except Exception:  # noqa: BLE001 - tiering is only a speed-up: a program these analyses miss compiles here
         return None
+    from .numba_cache import configured_root, root
+
+    if root() != configured_root():
+        return None   # the cache directory was refused: the worker would compile into its own private one
     d = module_dir()
     if any(os.path.exists(Entry(d, s.h, s.src).manifest) for s in specs):
         return None   # compiled before: numba loads it from its cache
     job = _Job(pickle.dumps({"attempts": [(s.src, s.h, s.cache, s.dname, sig) for s, sig in zip(specs, sigs)]}))
     try:
         _server().submit(job)
-    except (OSError, ValueError, subprocess.SubprocessError):
+    except (OSError, ValueError, TypeError, subprocess.SubprocessError):
         job.finish(None, "no compile worker")
         return None
     return job
