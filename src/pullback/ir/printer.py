@@ -1,7 +1,8 @@
 """Pretty printer for the IR: a compact, readable text form that `ir.parser` reads back.
 
 Contract: ``parse_prog(print_prog(p)) == p`` for every well-scoped program `p`
-(dataclass equality; `SrcLoc`s are not part of it). Syntax (braces delimit
+(dataclass equality; `SrcLoc`s are not part of it). `fingerprint(p)` is the
+same text with large constants as digests: a cache key, not parseable. Syntax (braces delimit
 bodies, so indentation is only for the reader)::
 
     entry def f(x: f64[3], n: i64) -> (f64) {
@@ -252,7 +253,8 @@ def fingerprint(prog: Prog) -> str:
     elements written as the sha256 of its dtype, shape and bytes: a cache key
     (equal programs, equal text; different constants, different text), not
     parseable. Printing a large constant element by element took seconds
-    (llsq's 800000 floats: 1.1-2.5 s of a cold compile)."""
+    (llsq's 200000-element constant, printed at each use: 1.1-2.5 s of a
+    cold compile)."""
     return _print_prog(prog, _Printer(False, _digest_atom))
 
 
