@@ -368,3 +368,14 @@ def test_no_tiering_for_frozen_apps_or_a_refused_cache(tiered_env, monkeypatch, 
     with pytest.warns(Warning):
         np.testing.assert_allclose(j2(x), h2(x), rtol=1e-12)
     assert not isinstance(_runner(j2), numba_tiered.Tiered)
+
+
+def test_wait_for_compiles_times_out():
+    job = numba_tiered._Job(b"")   # registered, never sent to a worker
+    try:
+        t0 = time.monotonic()
+        assert pb.wait_for_compiles(0.2) is False
+        assert time.monotonic() - t0 < 10
+    finally:
+        job.finish(None, "test")
+    assert pb.wait_for_compiles(5) is True

@@ -317,7 +317,7 @@ class Tiered:
         wake = threading.Event()
         box = {}
 
-        def run():
+        def attempt():
             try:
                 box["out"] = self._tier0()(*[_copy(a) for a in args])
             except _Abandoned:
@@ -326,6 +326,12 @@ class Tiered:
                 box["err"] = e
             finally:
                 wake.set()
+
+        def run():
+            try:
+                attempt()
+            except _Abandoned:   # arrived while `attempt` was finishing: nothing to report
+                pass
 
         t = threading.Thread(target=run, daemon=True, name="pullback-pysource")
         self._job.notify(wake, True)
