@@ -256,10 +256,26 @@ def elimination(A):               # det_lu's loops: triangular, in place
     return d
 
 
-def _adjoint_sum_vectorised(A) -> bool:
+def elimination_row_sum(A):     # as elimination, with a sum over the rows: their sweep counts down
+    A = A.copy()
+    d = 1.0
+    for i in range(A.shape[0]):
+        p = A[i, i]
+        d = d * p
+        s = 0.0
+        for j in range(i + 1, A.shape[0]):
+            f = A[j, i] / p
+            s = s + f
+            for k in range(i + 1, A.shape[0]):
+                A[j, k] -= f * A[i, k]
+        d = d + 1e-3 * s
+    return d
+
+
+def _adjoint_sum_vectorised(A, fun=elimination) -> bool:
     """Does the gradient's innermost adjoint loop (f's adjoint summed over k while
     A_adj[i, k] is updated from A_adj[j, k]) become a vector reduction?"""
-    prog = _grad_prog(elimination, A)
+    prog = _grad_prog(fun, A)
     fn = numba_backend.compile_prog(prog)
     np.testing.assert_allclose(fn(A)[0], interp.run(prog, A)[0], rtol=1e-10)
     g = numba_opt.forwarded(numba_backend.lower(prog), numba_backend.lower(prog).main)
@@ -283,6 +299,10 @@ def test_adjoint_rows_vectorise_without_hoisted_checks(_hoist_env):
     check of the adjoint rows folds to "always overlaps" and the loop stays
     scalar; checked per inner loop, it vectorises (values: rounding only)."""
     A = np.random.default_rng(3).uniform(-1, 1, (24, 24)) + 24 * np.eye(24)
+    assert _adjoint_sum_vectorised(A, elimination_row_sum)
     assert _adjoint_sum_vectorised(A)
     os.environ["PULLBACK_NUMBA_HOISTCHECKS"] = "1"
-    assert not _adjoint_sum_vectorised(A)
+    # the row loop's return sweep counts down (s is carried): hoisted checks keep it scalar
+    assert not _adjoint_sum_vectorised(A, elimination_row_sum)
+    # det_lu's row and column sweeps run forward (note [independent-loops]): vectorised either way
+    assert _adjoint_sum_vectorised(A)
