@@ -238,9 +238,12 @@ def test_wait_for_compiles_rejects_a_bad_timeout(bad):
 
 
 def test_one_worker_for_many_jobs_under_each_jobs_settings(tiered_env, monkeypatch, tmp_path):
-    """Jobs reuse the worker process (numba's library code compiled once); a job
-    submitted under other settings (here the cache directory) gets a worker
-    started with them, so its files land where this process looks."""
+    """With one worker allowed, jobs reuse its process (numba's library code
+    compiled once); a job submitted under other settings (here the cache
+    directory) gets a worker started with them, so its files land where this
+    process looks."""
+    monkeypatch.setenv("PULLBACK_COMPILE_WORKERS", "1")
+
     def h1(x):
         return np.sum(np.sin(x) * np.sin(x))
 
@@ -251,9 +254,8 @@ def test_one_worker_for_many_jobs_under_each_jobs_settings(tiered_env, monkeypat
     j1, j2 = pb.jit(h1, backend="numba"), pb.jit(h2, backend="numba")
     j1(x)
     j2(x)
-    pid = numba_tiered._SERVER.proc.pid
     assert pb.wait_for_compiles(120)
-    assert numba_tiered._SERVER.proc.pid == pid
+    assert _runner(j1)._job.worker == _runner(j2)._job.worker is not None
     assert _runner(j1).cache_hit and _runner(j2).cache_hit
     assert numba_tiered.worker_cpu_seconds() > 0
     other = tmp_path / "other"
@@ -268,6 +270,41 @@ def test_one_worker_for_many_jobs_under_each_jobs_settings(tiered_env, monkeypat
     assert pb.wait_for_compiles(120)
     assert _runner(j3).cache_hit is True
     assert any(n.endswith(".manifest.json") for n in os.listdir(other / "numba"))
+
+
+def test_jobs_compile_side_by_side_in_two_workers(tiered_env, monkeypatch):
+    """A job that arrives while the worker is busy gets a second worker: a
+    primal and its gradient compile at the same time."""
+    monkeypatch.setenv("PULLBACK_COMPILE_WORKERS", "2")
+
+    def f(x, y):   # a program of its own: no module of it is in this process yet
+        return np.sum(np.sin(x) * np.tanh(y)) + np.sum(np.exp(-y * y) * x)
+
+    jf, g = pb.jit(f, backend="numba"), pb.grad(f, argnums=(0, 1), backend="numba")
+    args = _args(seed=8)
+    np.testing.assert_allclose(jf(*args), f(*args), rtol=1e-12)
+    for a, b in zip(g(*args), _expect(f, args)):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    assert pb.wait_for_compiles(120)
+    jobs = [_runner(jf)._job, _runner(g._jit)._job]
+    assert all(j.ok == 0 for j in jobs)
+    assert jobs[0].worker != jobs[1].worker
+    assert _runner(jf).cache_hit and _runner(g._jit).cache_hit
+
+
+@pytest.mark.parametrize("bad", ["0", "-2", "two", ""])
+def test_compile_workers_must_be_a_positive_number(monkeypatch, tmp_path, bad):
+    monkeypatch.setenv("PULLBACK_TIERED", "1")
+    monkeypatch.setenv("PULLBACK_TIER_LINES", "0")
+    monkeypatch.setenv("PULLBACK_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PULLBACK_COMPILE_WORKERS", bad)
+
+    def h(x):
+        return np.sum(np.sinh(x) * x)
+
+    with pytest.raises(pb.PullbackError, match="PULLBACK_COMPILE_WORKERS must be a whole number"):
+        pb.jit(h, backend="numba")(_args(seed=9)[0])
+    assert not numba_tiered._JOBS
 
 
 def test_a_program_slow_to_interpret_is_compiled_here(tiered_env):

@@ -4,8 +4,11 @@
 numba takes seconds to minutes for a large generated module (note
 [compile-time]); the pysource backend runs the same program as NumPy code
 after a few hundred milliseconds. So a cold compile of a large module is a
-job for this process's compile worker (one `numba_worker` process, compiling
-jobs one after another into numba's verified disk cache), while calls run on
+job for one of this process's compile workers (`numba_worker` processes,
+each compiling jobs one after another into numba's verified disk cache; a job
+that arrives while every worker is busy gets a new one, up to
+`max_workers()`: ``PULLBACK_COMPILE_WORKERS``, by default one per core, at
+most `MAX_WORKERS`), while calls run on
 pysource; the first call after the job finishes loads the machine code from
 the cache and every later call runs it.
 
@@ -24,7 +27,7 @@ Contract:
   it are not on disk yet (a cold compile), the cache directory is the one
   configured (not a private fallback the worker would not share), the
   process is not a frozen application (whose executable would start the
-  application again) and the worker process starts.
+  application again) and a worker process starts.
   `attempts`: `[(Spec, on_fail)]` in order of preference (a shape-generic
   module, then the specialised one; `on_fail()` records a failed attempt),
   `sigs[i]`: numba's signature for attempt i, `ptypes`: the parameters'
@@ -46,14 +49,14 @@ Contract:
 - `wait_for_compiles(timeout=None) -> bool`: wait for this process's jobs
   and switch their entries to numba's code; False on timeout. A compile
   error surfaces here or at the next call.
-- The worker starts with the first job and stops after `IDLE_SECONDS`
+- A worker's process starts with a job and stops after `IDLE_SECONDS`
   without one. When this process exits, a job in progress goes on and fills
   the cache for the next process (its reply goes nowhere; the worker then
   reads the end of its input and exits); numba's files of a compile that did
   not finish have no manifest entry, so they are never loaded. A forked
   child compiles its pending entries itself.
 - Thread safety: the switch takes the entry's lock; pysource runs are
-  independent; jobs and the worker are guarded by one module lock.
+  independent; jobs and the workers are guarded by one module lock.
 """
 from __future__ import annotations
 
@@ -71,10 +74,11 @@ TIER_LINES = 30
 STEPS_PER_LINE = 5000   # pysource runs ~0.2-1 us per statement, numba compiles ~5-25 ms per line
 UNKNOWN_TRIPS = 1000
 IDLE_SECONDS = 60.0
+MAX_WORKERS = 2   # a primal and its gradient side by side; each worker compiles numba's library code again
 _ENV_PREFIXES = ("PULLBACK_", "NUMBA_")
 _LOCK = threading.Lock()
 _JOBS: set = set()      # jobs not finished yet
-_SERVER = None
+_POOL = None
 _PENDING: "weakref.WeakSet[Tiered]" = weakref.WeakSet()
 
 
@@ -110,6 +114,7 @@ class _Job:
         self.done = threading.Event()
         self.ok = None
         self.error = None
+        self.worker = None   # the pid of the worker process that answered
         self._waiters: set = set()
         with _LOCK:
             _JOBS.add(self)
@@ -133,53 +138,55 @@ class _Job:
                 self._waiters.discard(wake)
 
 
-class _Server:
-    """This process's compile worker: one `numba_worker` process that compiles
-    the jobs one after another (numba's library code compiled for one job is
-    reused by the next), started on first use and stopped after `IDLE_SECONDS`
-    without a job (it also stops when this process exits: its stdin closes)."""
+class _Worker:
+    """One compile worker: a `numba_worker` process and the thread that feeds it
+    jobs from the pool's queue one after another (numba's library code compiled
+    for one job is reused by the next). The process starts with a job and stops
+    after `IDLE_SECONDS` without one, or when this process exits (its stdin
+    closes)."""
 
-    def __init__(self):
+    def __init__(self, pool: "_Pool"):
+        self.pool = pool
         self.proc = None
-        self.env = None   # the PULLBACK_/NUMBA_ variables the worker runs with
-        self.cpu_past = self.cpu_now = 0.0   # CPU seconds of stopped workers, of the current one
-        self.jobs: queue.Queue = queue.Queue()
+        self.env = None   # the PULLBACK_/NUMBA_ variables the process runs with
+        self.busy = False
+        self.cpu_past = self.cpu_now = 0.0   # CPU seconds of stopped processes, of the current one
         threading.Thread(target=self._loop, daemon=True, name="pullback-compile").start()
 
-    def _spawn(self, job_env: dict):
+    def spawn(self, job_env: dict) -> None:
+        """Start the process under `job_env` (call with `_LOCK` held); raises
+        OSError when it cannot start."""
         import pullback
 
         env = {k: v for k, v in os.environ.items() if not k.startswith(_ENV_PREFIXES)}
         env.update(job_env)
-        self.env = job_env
         env["PULLBACK_TIERED"] = "0"
         src_root = os.path.dirname(os.path.dirname(os.path.abspath(pullback.__file__)))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (src_root, env.get("PYTHONPATH")) if p)
         # stderr is not a pipe: a worker that outlives this process must not die writing a warning
-        return subprocess.Popen([sys.executable, "-m", "pullback.backends.numba_worker"],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        self.proc = subprocess.Popen([sys.executable, "-m", "pullback.backends.numba_worker"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=env)
+        self.env = job_env
 
-    def submit(self, job: _Job) -> None:
-        """Queue `job`; raises OSError when no worker process can be started."""
-        with _LOCK:
-            if self.proc is None or self.proc.poll() is not None:
-                self.proc = self._spawn(job.env)
-        self.jobs.put(job)
+    def live(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
 
     def _loop(self):
         while True:
             try:
-                job = self.jobs.get(timeout=IDLE_SECONDS)
+                job = self.pool.jobs.get(timeout=IDLE_SECONDS)
             except queue.Empty:
-                self._stop()
+                self.stop()
                 continue
+            self.busy = True
             try:
                 if self.env != job.env:
-                    self._stop()
+                    self.stop()
                 with _LOCK:
+                    if not self.live():
+                        self.spawn(job.env)
                     proc = self.proc
-                    if proc is None or proc.poll() is not None:
-                        proc = self.proc = self._spawn(job.env)
                 proc.stdin.write(len(job.payload).to_bytes(8, "little") + job.payload)
                 proc.stdin.flush()
                 line = proc.stdout.readline()
@@ -187,12 +194,15 @@ class _Server:
                     raise EOFError(f"the compile worker exited with status {proc.wait()} without a reply")
                 reply = json.loads(line)
                 self.cpu_now = float(reply.get("cpu") or 0.0)
+                job.worker = proc.pid
                 job.finish(reply.get("ok"), reply.get("error"))
             except Exception as e:  # noqa: BLE001 - any failure means: compile in the calling process
-                self._stop(kill=True)
+                self.stop(kill=True)
                 job.finish(None, f"{type(e).__name__}: {e}")
+            finally:
+                self.busy = False
 
-    def _stop(self, kill: bool = False) -> None:
+    def stop(self, kill: bool = False) -> None:
         with _LOCK:
             proc, self.proc = self.proc, None
             self.cpu_past, self.cpu_now = self.cpu_past + self.cpu_now, 0.0
@@ -207,33 +217,77 @@ class _Server:
             pass
 
 
-def _server() -> _Server:
-    global _SERVER
+class _Pool:
+    """This process's compile workers, at most `max_workers()`, sharing one
+    queue of jobs: a job that arrives while every worker is busy gets a new
+    worker, so a primal and its gradient compile side by side on two cores."""
+
+    def __init__(self):
+        self.jobs: queue.Queue = queue.Queue()
+        self.workers: list[_Worker] = []
+
+    def submit(self, job: _Job, limit: int) -> None:
+        """Queue `job`; raises OSError when no worker process can be started."""
+        with _LOCK:
+            free = [w for w in self.workers if not w.busy]
+            if len(free) <= self.jobs.qsize() and len(self.workers) < limit:
+                free = [_Worker(self)]
+                self.workers.append(free[0])
+            if free and not free[0].live():
+                free[0].spawn(job.env)   # now: a process that cannot start means no tiering
+        self.jobs.put(job)
+
+
+def _pool() -> _Pool:
+    global _POOL
     with _LOCK:
-        if _SERVER is None:
-            _SERVER = _Server()
-        return _SERVER
+        if _POOL is None:
+            _POOL = _Pool()
+        return _POOL
+
+
+def max_workers() -> int:
+    """How many compile workers run at once: ``PULLBACK_COMPILE_WORKERS``, by
+    default one per core this process may run on, at most `MAX_WORKERS`."""
+    raw = os.environ.get("PULLBACK_COMPILE_WORKERS")
+    if raw is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cores = os.cpu_count() or 1
+        return max(1, min(MAX_WORKERS, cores))
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        from ..errors import PullbackError
+
+        raise PullbackError(f"PULLBACK_COMPILE_WORKERS must be a whole number of processes >= 1, got {raw!r}",
+                            hint="unset it for one per core, at most %d" % MAX_WORKERS)
+    return n
 
 
 def worker_cpu_seconds() -> float:
     """CPU seconds this process's compile workers spent, as of their last
     finished jobs (benchmarks count them with the process's own)."""
-    srv = _SERVER
-    return 0.0 if srv is None else srv.cpu_past + srv.cpu_now
+    pool = _POOL
+    return 0.0 if pool is None else sum(w.cpu_past + w.cpu_now for w in list(pool.workers))
 
 
 def _shutdown() -> None:
-    """Stop this process's worker (tests; a later job starts a new one)."""
-    if _SERVER is not None:
-        _SERVER._stop()
+    """Stop this process's workers (tests; a later job starts new ones)."""
+    if _POOL is not None:
+        for w in list(_POOL.workers):
+            w.stop()
 
 
 def _forget_workers():
-    """In a forked child: the parent's worker is not this process's child, so
-    its pending entries compile in this process at their next call."""
-    global _LOCK, _SERVER
+    """In a forked child: the parent's workers are not this process's children,
+    so its pending entries compile in this process at their next call."""
+    global _LOCK, _POOL
     _LOCK = threading.Lock()
-    _SERVER = None
+    _POOL = None
     for job in list(_JOBS):
         job.ok, job.error = None, "the process forked while the worker ran"
         job.done.set()
@@ -447,6 +501,7 @@ def _start(prog, attempts, sigs, source_prog):
     lines = specs[-1].src.count("\n")
     if any(not s.cache or s.par for s in specs) or lines < min_lines():
         return None
+    limit = max_workers()   # a bad PULLBACK_COMPILE_WORKERS is the user's error, raised before any job exists
     from .numba_cache import Entry, module_dir
     from .numba_dialect import cycle_edges
 
@@ -465,7 +520,7 @@ def _start(prog, attempts, sigs, source_prog):
         return None   # compiled before: numba loads it from its cache
     job = _Job(pickle.dumps({"attempts": [(s.src, s.h, s.cache, s.dname, sig) for s, sig in zip(specs, sigs)]}))
     try:
-        _server().submit(job)
+        _pool().submit(job, limit)
     except (OSError, ValueError, TypeError, subprocess.SubprocessError):
         job.finish(None, "no compile worker")
         return None
