@@ -36,12 +36,15 @@ Contract:
   runtime checks and hoists them as `hoist_checks()` says, holding numba's
   global compiler lock so that no other thread's numba compile sees the
   settings; numba's level and LLVM's defaults are restored on exit. Code generation keeps numba's target machine
-  (built once per process, at numba's own level).
+  (built once per process, at numba's own level). The outermost context also
+  memoises numba's call-type resolution (`numba_typing`).
 """
 from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING
+
+from . import numba_typing
 
 if TYPE_CHECKING:
     from ..ir.core import Func, Prog
@@ -129,6 +132,8 @@ class numba_opt:
                 _set_memory_checks(self.checks)
             if self.hoist != _LLVM_DEFAULT_HOIST:
                 _set_hoist_checks(self.hoist)
+            if outer:
+                numba_typing.install()
             numba_opt._depth += 1
         except BaseException:
             config.OPT = self.old
@@ -142,6 +147,8 @@ class numba_opt:
         try:
             config.OPT = self.old
             numba_opt._depth -= 1
+            if numba_opt._depth == 0:
+                numba_typing.uninstall()
             if self.checks != _LLVM_DEFAULT_MEMCHECKS:
                 _set_memory_checks(_LLVM_DEFAULT_MEMCHECKS)
             if self.hoist != _LLVM_DEFAULT_HOIST:
