@@ -46,6 +46,8 @@ def evaluate(module, functions_inputs, default_backend=False):
         assert rep["id"] == msg["id"]
         assert rep["success"] is True, rep
         names = [t["name"] for t in rep["timings"]]
+        if names[1:2] == ["compile"]:   # tiered (PULLBACK_TIERED=1): the wait for numba's background compile
+            names.pop(1)
         assert names[0] == "warmup" and names[1:] == ["evaluate"] * (len(names) - 1) and len(names) >= 2
         assert all(t["nanoseconds"] >= 0 for t in rep["timings"])
         outs.append(rep["output"])
