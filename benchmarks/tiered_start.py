@@ -24,9 +24,11 @@ in between, as a script that evaluates a loss and its gradient does, and then
 waits for numba: both jobs are in the background at once, so the variants
 are tiered with ``PULLBACK_COMPILE_WORKERS`` 2 and 1 (the two compiles side
 by side or one after the other) and untiered; **all ready** is the seconds
-from the primal's call until numba's code runs for both. Threads are limited to one per process (``*_NUM_THREADS=1``)
-but processes are not pinned: the worker is meant to run on another core,
-as it does on a user's machine. Compare within one run only.
+from the primal's call until numba's code runs for both.
+
+Threads are limited to one per process (``*_NUM_THREADS=1``) but processes
+are not pinned: the worker is meant to run on another core, as it does on a
+user's machine. Compare within one run only.
 """
 from __future__ import annotations
 
