@@ -109,8 +109,7 @@ def sparse_jacobian(cams, X, w, obs, feats):
     (gc0, gx0, gw0), (gc1, gx1, gw1) = _rows(camsT, XT, w, cam_of, pt_of, featsT)
     # row 2i, then row 2i + 1: camera, point, weight entries; then the p weight rows. Written
     # in place: each intermediate (p, 30) array would be one more pass over 8 MB (concatenating
-    # the transposed blocks into `out` reads them strided and writes each entry once: half the
-    # time of a (30, p) concatenation and a transposed copy)
+    # the transposed blocks into `out` writes each entry once, not into a (30, p) array first)
     vals = np.empty((2 * per + 1) * p)
     np.concatenate([gc0.T, gx0.T, gw0[:, None], gc1.T, gx1.T, gw1[:, None]], axis=1,
                    out=vals[:2 * per * p].reshape(p, 2 * per))
