@@ -31,7 +31,7 @@ STATS = {"hits": 0, "misses": 0}
 def _memoised(orig):
     def get_call_type(self, context, args, kws):
         try:
-            key = (id(context), self, tuple(args), tuple(sorted(kws.items())))
+            key = (context, self, tuple(args), tuple(sorted(kws.items())))
             hit = _MEMO.get(key)
         except TypeError:   # an unhashable argument type: resolve as numba does
             return orig(self, context, args, kws)
