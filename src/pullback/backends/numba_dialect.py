@@ -44,7 +44,8 @@ from ..errors import PullbackError
 from ..ir.core import Const, Prim
 from ..ir.prims.indexing import region_shape
 from ..ir.types import StoreType, TensorType
-from . import checks, numba_fill, numba_parallel, numba_scratch
+from ..ir.traverse import use_counts
+from . import checks, numba_fill, numba_parallel, numba_scratch, numba_slots
 from . import numba_fusion as fusion
 from . import numba_regions as regions
 from . import pysource as ps
@@ -141,6 +142,9 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         self.blas_operands = False            # a matmul printed `_pb_blas` (note [blas-operands])
         self.scratch_copies: set = set()      # ids of slice copies made into scratch arrays (`fusion_plan`)
         self.pop_copies: set = set()          # ids of pops that copy their slot (`fusion_plan`)
+        self.slots: dict = {}                 # concatenations written into a later one (`numba_slots`)
+        self.placed: dict = {}                # concatenation result -> its pieces written in place
+        self._uses: tuple = (None, None)      # (function, its use counts), for `numba_slots.plan`
 
     # -- hooks called by pysource -------------------------------------------------
     def prepare(self, prog) -> list[str]:
@@ -294,7 +298,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
             fe.line(depth, f"{fe.bind(st.pat[0])} = _st_zeros{k}({fe.a(args[0])})")
         elif op in ("index_update", "take_add"):
             self.update(fe, st, depth)
-        elif op == "concatenate" and len(args) >= CONCAT_COPIES:
+        elif op == "concatenate" and (len(args) >= CONCAT_COPIES or id(st) in self.slots or st.pat[0] in self.placed):
             self.concat_copies(fe, st, depth)
         else:
             rhs = self.expr(fe, e, st.pat)
@@ -319,11 +323,16 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
     def fusion_plan(self, body, fe=None):
         """The fused groups of `body` (`numba_fusion.plan`); with the emitter `fe`,
         also notes the body's pops that copy their slot (`numba_stores.pop_copies`,
-        note [numba-stores]) and, in a repeated body, its slice copies that go into
-        scratch arrays (`numba_scratch.copies`, note [short-loops])."""
+        note [numba-stores]), in a repeated body, its slice copies that go into
+        scratch arrays (`numba_scratch.copies`, note [short-loops]), and its
+        concatenations written into later ones (`numba_slots`, note [concat-slots])."""
         repeated = id(body) in self.repeated
         if fe is not None:
             self.pop_copies |= pop_copies(body, fe.own, self.push_copies)   # note [numba-stores]
+            if self._uses[0] is not fe.f:   # a new function: its own plan (names repeat across functions)
+                self._uses = (fe.f, use_counts(fe.f.body))
+                self.slots, self.placed = {}, {}
+            self.slots.update(numba_slots.plan(body, self._uses[1]))
         if repeated and fe is not None:
             self.scratch_copies |= numba_scratch.copies(body, fe.own, self.push_copies)
         return fusion.plan(body, repeated)
@@ -353,25 +362,13 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
 
     # -- statements ----------------------------------------------------------------------
     def concat_copies(self, fe, st, depth) -> None:
-        """A concatenation of many pieces as an allocation and one loop nest per
-        piece (note [compile-time], "Concatenations"): numba's `np.concatenate`
-        of a tuple of n arrays compiles to code whose LLVM work grows much
-        faster than n (ht's 22 pieces: about 30 s of 59)."""
-        e: Prim = st.exp
-        t = st.pat[0].type
-        axis = int(e.p["axis"])
-        name = fe.bind(st.pat[0])
-        fe.line(depth, f"{name} = np.empty({ps._shape_lit(t.shape)}, dtype={ps._NP_DTYPE[t.dtype]})")
-        off = 0
-        for x in e.args:   # one loop nest per piece: no slice assignment (its error path)
-            shp = [int(d) for d in x.type.shape]
-            if all(shp):
-                js = [fe.fresh(f"j{d}") for d in range(len(shp))]
-                for d, (j, m) in enumerate(zip(js, shp)):
-                    fe.line(depth + d, f"for {j} in range({m}):")
-                tgt = ", ".join(f"{j} + {off}" if d == axis and off else j for d, j in enumerate(js))
-                fe.line(depth + len(js), f"{name}[{tgt}] = {fe.a(x)}[{', '.join(js)}]")
-            off += shp[axis]
+        """A concatenation as an allocation (or a slot of a later concatenation,
+        `numba_slots`) and loop nests copying the pieces not already written in
+        place (`numba_regions.copy_pieces`). numba's `np.concatenate` of a tuple
+        of n arrays compiles to code whose LLVM work grows much faster than n
+        (ht's 22 pieces: about 30 s of 59; note [compile-time], "Concatenations")."""
+        numba_slots.alloc(fe, self, st, depth)
+        regions.copy_pieces(fe, st, numba_slots.placed(self, st), depth)
 
     def update(self, fe, st, depth) -> None:
         e: Prim = st.exp

@@ -31,7 +31,7 @@ from ..ir.core import Body, Const, Let, Prim, Var
 from ..ir.prims.indexing import region_shape
 from ..ir.traverse import free_vars
 from ..ir.types import TensorType
-from . import checks, numba_gate, numba_scratch
+from . import checks, numba_gate, numba_scratch, numba_slots
 from . import pysource as ps
 from .libcalls import elementwise_ops
 from .numba_regions import (broadcast_index, concat_pieces, copy_pieces, disjoint, same_region, store_target,
@@ -159,6 +159,8 @@ def plan(body: Body, repeated: bool = False) -> dict[int, Group]:
                 if st.exp.op in _NOT_HOISTABLE:
                     hoisted_out.update(st.pat)
                     hoisted_out.add(st.exp.args[0])
+                    if st.exp.op == "index_update":   # it runs before the loop: the loop's stores may follow it
+                        chains.setdefault(st.pat[0], [])
             else:
                 break
             j += 1
@@ -190,7 +192,9 @@ def _mid_store(g: Group, st: Let, before: list, fused_vars: set, touched: set, c
     already by it, except as the next link of a chain of updates (x is the
     result of one of the run's stores) in which any two regions are disjoint,
     or the same region whose values the loop computes in the order of the
-    updates: each element then gets the same writes in the same order."""
+    updates: each element then gets the same writes in the same order. An
+    update hoisted before the loop starts a chain (it writes every element
+    before the loop does)."""
     e = st.exp
     if not (isinstance(e, Prim) and e.op == "index_update" and e.args[1] in fused_vars):
         return False
@@ -299,10 +303,7 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
     for st in written:
         if st.exp.op == "concatenate":   # a fresh array: the loop writes its pieces, copies fill the rest
             fe.provenance(st, depth)
-            name = fe.bind(st.pat[0])
-            t = st.pat[0].type
-            fe.line(depth, f"{name} = np.empty({ps._shape_lit(t.shape)}, dtype={ps._NP_DTYPE[t.dtype]})"
-                    "  # pb:concatenate")
+            name = numba_slots.alloc(fe, dialect, st, depth)
             for v, off in concat_pieces(g, st, set()).items():
                 stored.setdefault(v, []).append((st, name, off))
         else:
@@ -414,7 +415,8 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
             fe.provenance(st, depth)
             fe.stmt(st, depth)
         elif st.exp.op == "concatenate":   # the pieces the loop did not write
-            copy_pieces(fe, st, {v for v, ws in stored.items() if any(s2 is st for s2, _, _ in ws)}, depth)
+            copy_pieces(fe, st, {v for v, ws in stored.items() if any(s2 is st for s2, _, _ in ws)}
+                        | numba_slots.placed(dialect, st), depth)
 
 
 _STRIP = 256   # block length of a strip-mined fused sum

@@ -18,7 +18,7 @@ Pure functions of the IR; nothing here emits a statement but `copy_pieces`.
 from __future__ import annotations
 
 from ..ir.core import Const, Let, Prim, Var
-from ..passes.accumulate import _ranges_disjoint
+from ..ir.prims.indexing import regions_disjoint
 
 
 def region_index(fe, st: Let, js: list[str]) -> str:
@@ -74,31 +74,11 @@ def _same_atom(p, q) -> bool:
 
 def disjoint(a: Let, b: Let) -> bool:
     """Do `index_update`s a and b (of arrays of one shape) write disjoint regions?
-    Shown by one axis where both take different constant indices, or static
-    slices (or a constant index and a slice) with no index in common."""
+    (`ir.prims.indexing.regions_disjoint`.)"""
     shape = tuple(a.exp.args[0].type.shape)
     if tuple(b.exp.args[0].type.shape) != shape:
         return False
-    return any(p is not None and q is not None and _ranges_disjoint(p, q)
-               for p, q in zip(_axis_ranges(a.exp, shape), _axis_ranges(b.exp, shape)))
-
-
-def _axis_ranges(e: Prim, shape: tuple) -> list:
-    """Per axis, the indices update e writes as a range (None: not static)."""
-    spec = tuple(e.p["spec"]) + (("s", None, None, None),) * (len(shape) - len(e.p["spec"]))
-    it, out = iter(e.args[2:]), []
-    for d, sp in zip(shape, spec):
-        d = int(d)
-        if sp[0] == "d":
-            i = next(it)
-            ok = isinstance(i, Const) and i.type.dtype == "i64" and -d <= int(i.value) < d
-            out.append(range(int(i.value) % d, int(i.value) % d + 1) if ok else None)
-        elif sp[0] == "ds":
-            next(it)
-            out.append(None)
-        else:
-            out.append(range(*slice(sp[1], sp[2], sp[3]).indices(d)))
-    return out
+    return regions_disjoint(shape, a.exp.p["spec"], a.exp.args[2:], b.exp.p["spec"], b.exp.args[2:])
 
 
 def concat_pieces(g, st: Let, used_after: set) -> dict:
@@ -123,7 +103,7 @@ def store_target(fe, st: Let, name: str, js: list[str], off=None) -> str:
     e: Prim = st.exp
     if e.op == "concatenate":
         axis = int(e.p["axis"])
-        ix = [j if (d != axis or not off) else f"{off} + {j}" for d, j in enumerate(js)]
+        ix = [j if (d != axis or not off) else str(off) if j == "0" else f"{off} + {j}" for d, j in enumerate(js)]
         return f"{name}[{', '.join(ix)}] ="
     return f"{name}[{region_index(fe, st, js)}] {'=' if e.p['mode'] == 'set' else '+='}"
 
@@ -137,17 +117,32 @@ def broadcast_index(x, shape: tuple, idx: list[str]) -> str:
 
 def copy_pieces(fe, st: Let, done: set, depth: int) -> None:
     """Loop nests copying the pieces of concatenation st not in `done` into its
-    result (numba's slice assignment is slow to compile)."""
+    result (numba's slice assignment is slow to compile). Along an axis after
+    the first, every piece has the result's leading extents, so one loop nest
+    over those axes copies all the pieces: one pass over the result, not one
+    per piece (a stack of many columns wrote every cache line of the result
+    once per column; note [compile-time], "Concatenations")."""
     e: Prim = st.exp
     axis, name, off = int(e.p["axis"]), fe.py[st.pat[0]], 0
+    pieces = []   # (operand text, its offset along the axis)
     for a in e.args:
-        if a not in done:
+        if a not in done and all(int(n) for n in a.type.shape):
             src = fe.a(a)
             if isinstance(a, Const):
                 src = fe.fresh("c")
                 fe.line(depth, f"{src} = {fe.a(a)}")
-            js = [fe.fresh(f"j{d}") for d in range(len(a.type.shape))]
-            for d, (j, n) in enumerate(zip(js, a.type.shape)):
-                fe.line(depth + d, f"for {j} in range({int(n)}):")
-            fe.line(depth + len(js), f"{store_target(fe, st, name, js, off)} {src}[{', '.join(js)}]  # pb:concatenate")
+            pieces.append((a, src, off))
         off += int(a.type.shape[axis])
+    if not pieces:
+        return
+    lead = [fe.fresh(f"j{d}") for d in range(axis)]
+    for d, j in enumerate(lead):
+        fe.line(depth + d, f"for {j} in range({int(pieces[0][0].type.shape[d])}):")
+    for a, src, off in pieces:
+        js, inner = list(lead), depth + axis
+        for d in range(axis, len(a.type.shape)):   # an axis of extent 1 is index 0, not a loop
+            js.append("0" if int(a.type.shape[d]) == 1 else fe.fresh(f"j{d}"))
+            if js[-1] != "0":
+                fe.line(inner, f"for {js[-1]} in range({int(a.type.shape[d])}):")
+                inner += 1
+        fe.line(inner, f"{store_target(fe, st, name, js, off)} {src}[{', '.join(js)}]  # pb:concatenate")

@@ -50,6 +50,7 @@ import numpy as np
 from ..ir.core import Body, Const, Let, Prim, Prog, Var
 from ..ir.names import NameSupply
 from ..ir.prims import params_key
+from ..ir.prims.indexing import ranges_disjoint
 from ..ir.traverse import all_names, dce, map_exp, use_counts
 from ..ir.types import I64
 
@@ -154,17 +155,9 @@ def _disjoint(a, b) -> bool:
             i, r = (ra, rb) if ka == "d" else (rb, ra)
             if i not in r:
                 return True
-        elif _ranges_disjoint(ra, rb):
+        elif ranges_disjoint(ra, rb):
             return True
     return False
-
-
-def _ranges_disjoint(ra: range, rb: range) -> bool:
-    if not len(ra) or not len(rb) or max(ra) < min(rb) or max(rb) < min(ra):
-        return True
-    if ra.step in (1, -1) and rb.step in (1, -1):   # intervals that meet
-        return False
-    return len(ra) * len(rb) <= 1 << 16 and not set(ra) & set(rb)
 
 
 def _is_pos_zero(a) -> bool:

@@ -1,7 +1,9 @@
 """Clean-up of generated code: common-subexpression elimination and dead code.
 
 Contract: `simplify_func(f) -> Func` returns an equivalent function. Scalar
-primitives on constants are folded. CSE
+primitives on constants are folded, and so is arithmetic on arrays known to
+be all zeros or all ones (`_zero_rule`: notes [const-args] and
+[symbolic-zeros]; exact up to the sign of a zero). CSE
 reuses an earlier identical primitive application (same op, operands and
 params) that is in scope; store primitives are effects and are never merged,
 nor are fresh arrays (`full`), which are usually updated in place.
@@ -15,26 +17,39 @@ import dataclasses
 
 from ..ir.core import Body, Const, Func, Let, Prim, Var
 from ..ir.prims import TABLE
+from ..ir.prims.indexing import region_shape, regions_disjoint, static_ranges
 from ..ir.traverse import dce, map_exp
 from ..ir.types import TensorType
+from .strong_mul import strong_guard
 
 _EFFECTS = frozenset({"store_new", "store_push", "store_pop", "store_zeros_like", "store_copy"})
 
 
-def cse_body(body: Body, avail: dict, m: dict, zeros: set | None = None) -> Body:
+class _Known:
+    """What the walk knows of the values bound so far: `full` zeros (and shape
+    changes of them), ones, and each variable's defining Prim."""
+
+    def __init__(self):
+        self.zeros: set = set()
+        self.ones: set = set()
+        self.defs: dict = {}
+
+
+def cse_body(body: Body, avail: dict, m: dict, known: _Known | None = None) -> Body:
     avail = dict(avail)
-    zeros = set() if zeros is None else zeros
+    known = _Known() if known is None else known
+    zeros = known.zeros
 
     def atom(a):
         return m.get(a, a) if isinstance(a, Var) else a
 
     def scope(binders, b):
-        return binders, cse_body(b, avail, m, zeros)
+        return binders, cse_body(b, avail, m, known)
 
     stmts = []
     for st in body.stmts:
         e = map_exp(st.exp, atom, scope)
-        z = _zero_rule(e, st.pat, zeros)
+        z = _zero_rule(e, st.pat, known)
         if isinstance(z, Prim):
             e = z
         elif z is not None:
@@ -44,8 +59,9 @@ def cse_body(body: Body, avail: dict, m: dict, zeros: set | None = None) -> Body
         if folded is not None:
             m[st.pat[0]] = folded
             continue
-        if isinstance(e, Prim) and e.op == "full" and _is_zero(e.args[0], zeros):
-            zeros.add(st.pat[0])
+        if isinstance(e, Prim) and len(st.pat) == 1:
+            known.defs[st.pat[0]] = e
+            _note_units(e, st.pat[0], known)
         if isinstance(e, Prim) and e.op not in _EFFECTS and len(st.pat) == 1 and not _fresh_array(e, st.pat[0]):
             key = (e.op, e.args, e.params)
             try:
@@ -61,6 +77,21 @@ def cse_body(body: Body, avail: dict, m: dict, zeros: set | None = None) -> Body
     return Body(tuple(stmts), tuple(atom(a) for a in body.result))
 
 
+def _note_units(e: Prim, v: Var, known: _Known) -> None:
+    """Record v as zeros or ones: a `full` or broadcast of the constant, or a
+    shape change of such an array."""
+    if e.op in ("full", "broadcast_to") and e.args and _is_zero(e.args[0], known.zeros):
+        known.zeros.add(v)
+    elif e.op in ("full", "broadcast_to") and e.args and _is_const(e.args[0], 1):
+        known.ones.add(v)
+    elif e.op in _SHAPE_OF_ONE and e.args and isinstance(e.args[0], Var) and e.args[0] in known.ones:
+        known.ones.add(v)
+
+
+def _is_const(a, c) -> bool:
+    return isinstance(a, Const) and not a.type.shape and a.value == c
+
+
 def _fresh_array(e, v) -> bool:
     """`full` of an array is never merged: each copy is usually updated in place
     (an accumulator), so sharing one makes all uses but the last copy it, and
@@ -74,20 +105,46 @@ def _is_zero(a, zeros) -> bool:
 
 
 _SHAPE_OF_ZERO = frozenset({"index", "broadcast_to", "reshape", "transpose", "sum", "neg"})
+_SHAPE_OF_ONE = frozenset({"index", "broadcast_to", "reshape", "transpose"})
 
 
-def _zero_rule(e, pat, zeros):
-    """Arithmetic on arrays known to be `full` zeros (note [const-args]): an atom
-    the statement equals, a simpler Prim, or None. Only exact rules: `x + 0`,
-    `x - 0`, `0 - x` and shape changes of zeros (never `x * 0`, which is NaN for
-    an infinite x)."""
+def _zero_rule(e, pat, known: _Known):
+    """Arithmetic on arrays known to be `full` zeros or ones (note
+    [const-args]): an atom the statement equals, a simpler Prim, or None.
+    Exact rules up to the sign of a zero (note [symbolic-zeros]): `x + 0`,
+    `x - 0`, `0 - x`, shape changes of zeros, adding zeros into an
+    array, the strong product of a zero or a one (never the plain `x * 0`,
+    which is NaN for an infinite x), and a region read from zeros that one
+    update wrote: zeros outside the update, its value inside."""
     if not (isinstance(e, Prim) and len(pat) == 1 and isinstance(pat[0].type, TensorType)):
         return None
+    zeros, defs = known.zeros, known.defs
     t = pat[0].type
     zero = lambda: Prim("full", (Const(0, TensorType(t.dtype)),), (("shape", tuple(t.shape)),))
     args = e.args
     if e.op in _SHAPE_OF_ZERO and args and isinstance(args[0], Var) and args[0] in zeros:
         return zero()
+    if (e.op == "index_update" and e.p["mode"] == "add" and isinstance(args[1], Var) and args[1] in zeros
+            and None not in static_ranges(e.p["spec"], args[2:], tuple(args[0].type.shape))):
+        return _as_type(args[0], t)   # (indices known to be in bounds: no error is dropped)
+    if e.op == "where" and _is_zero(args[1], ()) and isinstance(args[2], Var):
+        ad = strong_guard(args[0], args[2], defs)   # the strong product of note [edge-numerics]
+        if ad is not None:
+            if any(isinstance(a, Var) and a in zeros for a in ad):
+                return zero()
+            for a, b in (ad, ad[::-1]):
+                if isinstance(a, Var) and a in known.ones:
+                    return _as_type(b, t)
+    if e.op == "index" and isinstance(args[0], Var):
+        u = defs.get(args[0])
+        if _reads_zeros(u, zeros):
+            shape = tuple(u.args[0].type.shape)
+            if regions_disjoint(shape, u.p["spec"], u.args[2:], e.p["spec"], args[1:]):
+                return zero()
+            v = u.args[1]
+            if (_same_elements(shape, u.p["spec"], u.args[2:], e.p["spec"], args[1:]) and v.type.dtype == t.dtype
+                    and tuple(v.type.shape) == region_shape(shape, u.p["spec"])):
+                return v if v.type == t else Prim("reshape", (v,), (("shape", tuple(t.shape)),))
     if e.op in ("add", "sub") and len(args) == 2:
         x, y = args
         if isinstance(y, Var) and y in zeros:
@@ -98,6 +155,17 @@ def _zero_rule(e, pat, zeros):
             if y.type.dtype == t.dtype:
                 return Prim("neg", (y,), ()) if tuple(y.type.shape) == tuple(t.shape) else None
     return None
+
+
+def _reads_zeros(u, zeros) -> bool:
+    """Is `u` an `index_update` of zeros (its other elements stay zeros)?"""
+    return (u is not None and u.op == "index_update" and isinstance(u.args[0], Var) and u.args[0] in zeros)
+
+
+def _same_elements(shape, spec_a, idx_a, spec_b, idx_b) -> bool:
+    """Do two regions select the same elements, in the same order, known statically?"""
+    ra, rb = static_ranges(spec_a, idx_a, shape), static_ranges(spec_b, idx_b, shape)
+    return None not in ra and ra == rb
 
 
 def _as_type(x, t):

@@ -45,6 +45,45 @@ def region_shape(shape, spec):
     return tuple(out)
 
 
+def static_ranges(spec, idx, shape) -> list:
+    """Per axis of an array of `shape`, the indices that `spec` with index
+    arguments `idx` selects, as a range (None: not known statically)."""
+    from ..core import Const
+
+    spec = tuple(spec) + (("s", None, None, None),) * (len(shape) - len(spec))
+    it, out = iter(idx), []
+    for d, sp in zip(shape, spec):
+        d = int(d)
+        if sp[0] == "d":
+            i = next(it)
+            ok = isinstance(i, Const) and i.type.dtype == "i64" and -d <= int(i.value) < d
+            out.append(range(int(i.value) % d, int(i.value) % d + 1) if ok else None)
+        elif sp[0] == "ds":
+            next(it)
+            out.append(None)
+        else:
+            out.append(range(*slice(sp[1], sp[2], sp[3]).indices(d)))
+    return out
+
+
+def ranges_disjoint(ra: range, rb: range) -> bool:
+    """Do two ranges of indices have no index in common?"""
+    if not len(ra) or not len(rb) or max(ra) < min(rb) or max(rb) < min(ra):
+        return True
+    if ra.step in (1, -1) and rb.step in (1, -1):   # intervals that meet
+        return False
+    return len(ra) * len(rb) <= 1 << 16 and not set(ra) & set(rb)
+
+
+def regions_disjoint(shape, spec_a, idx_a, spec_b, idx_b) -> bool:
+    """Do two regions of an array of `shape` (spec and index arguments each)
+    select no common element? Shown by one axis where both take different
+    constant indices, or static slices (or a constant index and a slice) with
+    no index in common; False when not shown."""
+    return any(p is not None and q is not None and ranges_disjoint(p, q)
+               for p, q in zip(static_ranges(spec_a, idx_a, shape), static_ranges(spec_b, idx_b, shape)))
+
+
 def _check_spec(t, spec, idx_types):
     check(len(spec) <= t.ndim, f"too many indices ({len(spec)}) for array {t}")
     nd = sum(1 for s in spec if takes_index(s))
