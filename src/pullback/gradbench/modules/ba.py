@@ -28,7 +28,9 @@ the vectorised residual give the whole Jacobian. 15 forward directions
 code per observation). The residual takes one parameter per row ((11, p)
 cameras, (3, p) points), so that each quantity it computes is a contiguous
 length-p vector (`soa`); column slices of (p, 11) arrays are strided vectors,
-2-4x slower. See benchmarks/gradbench_jac.py and note [gradbench-jacobians].
+2-4x slower. The sparse arrays are assembled inside `pb.jit` too (`ba_sparse`), so
+that the compiler writes each entry once into its place (note [concat-slots]). See
+benchmarks/gradbench_jac.py and note [gradbench-jacobians].
 """
 import numpy as np
 
@@ -84,8 +86,30 @@ def ba_rows(camsT, XT, w, cam_of, pt_of, featsT):
     return row0, row1
 
 
+def ba_sparse(camsT, XT, w, cam_of, pt_of, featsT):
+    """The whole Jacobian as GradBench's row-major sparse arrays (rows, cols, vals):
+    rows 2i and 2i + 1 hold observation i's 15 entries (camera, point, weight),
+    then row 2p + i holds d w_err_i / d w_i. Assembled here, inside `pb.jit`, so
+    that the compiler writes each entry once, into its place (note
+    [concat-slots])."""
+    n, m, p = camsT.shape[1], XT.shape[1], w.shape[0]
+    (gc0, gx0, gw0), (gc1, gx1, gw1) = ba_rows(camsT, XT, w, cam_of, pt_of, featsT)
+    entries = ([gc0[j] for j in range(NCAM)] + [gx0[j] for j in range(3)] + [gw0]
+               + [gc1[j] for j in range(NCAM)] + [gx1[j] for j in range(3)] + [gw1])
+    vals = np.concatenate([np.stack(entries, axis=1).reshape(-1), -2.0 * w])
+    wcol = np.arange(p) + (NCAM * n + 3 * m)
+    ccol = NCAM * cam_of[:, None] + np.arange(NCAM)
+    pcol = (NCAM * n + 3 * pt_of)[:, None] + np.arange(3)
+    block = np.concatenate([ccol, pcol, wcol[:, None], ccol, pcol, wcol[:, None]], axis=1)
+    cols = np.concatenate([block.reshape(-1), wcol])
+    per = NCAM + 4
+    rows = np.concatenate([np.arange(2 * p + 1) * per, 2 * p * per + np.arange(1, p + 1)])
+    return rows, cols, vals
+
+
 _objective = pb.jit(ba_objective, backend=backend())
 _rows = pb.jit(ba_rows, backend=backend())
+_sparse = pb.jit(ba_sparse, backend=backend())
 
 
 def soa(cams, X, obs, feats):
@@ -103,25 +127,8 @@ def residuals(cams, X, w, obs, feats):
 
 def sparse_jacobian(cams, X, w, obs, feats):
     """The whole Jacobian as GradBench's row-major sparse arrays (rows, cols, vals)."""
-    n, m, p = cams.shape[0], X.shape[0], w.shape[0]
-    per = NCAM + 4
     camsT, XT, cam_of, pt_of, featsT = soa(cams, X, obs, feats)
-    (gc0, gx0, gw0), (gc1, gx1, gw1) = _rows(camsT, XT, w, cam_of, pt_of, featsT)
-    # row 2i, then row 2i + 1: camera, point, weight entries; then the p weight rows. Written
-    # in place: each intermediate (p, 30) array would be one more pass over 8 MB (concatenating
-    # the transposed blocks into `out` writes each entry once, not into a (30, p) array first)
-    vals = np.empty((2 * per + 1) * p)
-    np.concatenate([gc0.T, gx0.T, gw0[:, None], gc1.T, gx1.T, gw1[:, None]], axis=1,
-                   out=vals[:2 * per * p].reshape(p, 2 * per))
-    np.multiply(w, -2.0, out=vals[2 * per * p:])
-    cols = np.empty((2 * per + 1) * p, dtype=np.int64)
-    wcol = cols[2 * per * p:]
-    np.add(np.arange(p), NCAM * n + 3 * m, out=wcol)
-    block = cols[:2 * per * p].reshape(p, 2, per)
-    block[...] = np.concatenate([NCAM * cam_of + np.arange(NCAM)[:, None],
-                                 (NCAM * n + 3 * pt_of) + np.arange(3)[:, None], wcol[None]]).T[:, None]
-    rows = np.concatenate([np.arange(2 * p + 1) * per, 2 * p * per + np.arange(1, p + 1)])
-    return rows, cols, vals
+    return _sparse(camsT, XT, w, cam_of, pt_of, featsT)
 
 
 def _compressed(a):
