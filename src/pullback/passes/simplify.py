@@ -137,8 +137,10 @@ def _zero_rule(e, pat, known: _Known):
                     return _as_type(b, t)
     if e.op == "index" and isinstance(args[0], Var):
         u = defs.get(args[0])
-        if _reads_zeros(u, zeros):
-            shape = tuple(u.args[0].type.shape)
+        shape = tuple(args[0].type.shape)
+        # both regions static and in bounds: no bounds check is dropped with the update or the read
+        if (_reads_zeros(u, zeros) and None not in static_ranges(u.p["spec"], u.args[2:], shape)
+                and None not in static_ranges(e.p["spec"], args[1:], shape)):
             if regions_disjoint(shape, u.p["spec"], u.args[2:], e.p["spec"], args[1:]):
                 return zero()
             v = u.args[1]
