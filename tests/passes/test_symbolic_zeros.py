@@ -64,3 +64,26 @@ def test_a_zero_product_with_inf_stays_exact():
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(got[1], np.sin(a))
         np.testing.assert_array_equal(got[0][[0, 2]], (w * np.cos(a))[[0, 2]])
+
+
+def lowered_work(jitted, *args):
+    """Arithmetic work (the cost rules) of one interpreted run of the program numba prints."""
+    from pullback.backends import interp
+
+    ops = interp.OpCount()
+    interp.run(prune_prog(nb.lower(jitted.staged(*args).prog)), *args, ops=ops)
+    return ops.work
+
+
+def test_row_gradient_costs_a_constant_times_its_row():
+    # cheap gradients: the gradient of row 0 costs a fixed multiple of row 0's primal at any size, and
+    # less than the whole stack's primal (before the rules it also paid the other rows' adjoints)
+    ratios = []
+    for n in (50, 800):
+        a, w = np.linspace(-1.0, 2.0, n), np.linspace(0.5, 1.5, n)
+        grad = lowered_work(pb.jit(row0_grad), a, w)
+        row0 = lowered_work(pb.jit(lambda a, w: np.sum(w * np.sin(a))), a, w)
+        whole = lowered_work(pb.jit(lambda a, w: np.sum(rows(a, w))), a, w)
+        assert grad < whole, (grad, whole)
+        ratios.append(grad / row0)
+    assert abs(ratios[1] - ratios[0]) < 0.05 * ratios[0] and ratios[1] < 4, ratios
