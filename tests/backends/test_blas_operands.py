@@ -14,13 +14,14 @@ from pullback.backends import numba_backend  # noqa: E402
 pytestmark = pytest.mark.usefixtures("private_cache")   # conftest.py
 
 RNG = np.random.default_rng(3)
-A = RNG.standard_normal((7, 5))
-B = RNG.standard_normal((7, 4))
-M = RNG.standard_normal((5, 5))
+# above libcalls.linalg.SMALL_MATMUL multiply-adds: these products are BLAS calls
+A = RNG.standard_normal((17, 9))
+B = RNG.standard_normal((17, 8))
+M = RNG.standard_normal((9, 9))
 
 
 def gram(a, b):
-    return np.sum((a - 0.5).T @ (b * b))        # a fresh (7, 5) matrix, transposed: layout F
+    return np.sum((a - 0.5).T @ (b * b))        # a fresh (17, 9) matrix, transposed: layout F
 
 
 def strided(a, b):

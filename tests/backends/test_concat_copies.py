@@ -54,8 +54,11 @@ def test_many_pieces_are_copied_into_one_allocation(f, shapes, copies):
     assert bool(_COPY.search(fn.source)) == copies and bool(calls) != copies, fn.source
     assert not _SLICE.search(fn.source), fn.source
     (got,) = fn(*args)
-    np.testing.assert_array_equal(got, interp.run(prog, *args)[0])
-    np.testing.assert_array_equal(got, f(*args))
+    # `stacked`'s 3 x 3 products are loops on numba, BLAS in NumPy: equal to rounding (note [small-matmul])
+    same = np.testing.assert_array_equal if f is not stacked else (
+        lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-13, atol=1e-13))
+    same(got, interp.run(prog, *args)[0])
+    same(got, f(*args))
 
 
 def test_gradient_through_a_long_stack():

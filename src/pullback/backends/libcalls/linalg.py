@@ -14,6 +14,8 @@ arguments), so:
   it is a literal);
 - `matmul` of a stack by a single matrix is one 2-D BLAS call on the stack
   folded into rows; other stacks loop in a helper calling 2-D ``@``;
+- `matmul` of at most `SMALL_MATMUL` multiply-adds, or of integers, or of mixed
+  dtypes below that size, is loops instead (note [small-matmul]);
 - complete QR (m > n), which numba's `qr` lacks, is the reduced QR of A padded
   with zero columns to a square matrix: the extra Householder reflections are
   identities, so Q and R are LAPACK's complete factors, as NumPy's.
@@ -135,14 +137,70 @@ register("qr", _lapack("qr", _qr_call, 2),
 
 # -- matmul ---------------------------------------------------------------------------------------
 
+# a product of at most this many multiply-adds is an explicit loop nest instead of a
+# BLAS call: note [small-matmul]
+SMALL_MATMUL = 512
+_LOOP_DTYPES = ("f64", "f32", "i64")
+
+
+def _loops(shapes, dtypes, want) -> bool:
+    """Loops for a product of operands of these shapes and dtypes: small float
+    products, and integer ones of any size (numba's `@` has none)."""
+    if want not in _LOOP_DTYPES or not set(dtypes) <= set(_LOOP_DTYPES):
+        return False
+    xs, ys = shapes
+    m = xs[-2] if len(xs) >= 2 else 1
+    n = ys[-1] if len(ys) >= 2 else 1
+    return want == "i64" or m * xs[-1] * n <= SMALL_MATMUL
+
+
+def _small_mm(dialect, rx, ry, dx, dy, want):
+    """The helper computing a 2-D (or matrix-vector, vector-matrix, vector-vector)
+    product by loops: each entry sums its products left to right from zero, in the
+    result's dtype (operands of another dtype are converted element by element)."""
+    nd = _nd(want)
+    xi = "x[i, l]" if rx == 2 else "x[l]"
+    yi = "y[l, j]" if ry == 2 else "y[l]"
+    xi, yi = (t if d == want else f"{nd}({t})" for t, d in ((xi, dx), (yi, dy)))
+    lines = ["(x, y):", f"    k = x.shape[{rx - 1}]"]
+    lines.append("    m = x.shape[0]" if rx == 2 else "    m = 1")
+    lines.append("    n = y.shape[1]" if ry == 2 else "    n = 1")
+    shape = {(2, 2): "(m, n)", (2, 1): "(m,)", (1, 2): "(n,)"}.get((rx, ry))
+    if shape:
+        lines.append(f"    out = np.empty({shape}, dtype={nd})")
+    store = {(2, 2): "out[i, j] = s", (2, 1): "out[i] = s", (1, 2): "out[j] = s"}.get((rx, ry), "return s")
+    lines += ["    for i in range(m):",
+              "        for j in range(n):",
+              f"            s = {nd}(0)",
+              "            for l in range(k):",
+              f"                s += {xi} * {yi}",
+              f"            {store}"]
+    if shape:
+        lines.append("    return out")
+    return _helper(dialect, f"mm{rx}{ry}", "\n".join(lines))
+
+
+def _flat_batch(name, batch, core, nb):
+    """Argument `name` as a C-ordered (nb, *core) array: broadcast only where its
+    batch axes are not already the result's (numba's `broadcast_to` compiles error
+    formatting, note [compile-time])."""
+    return (f"np.ascontiguousarray(np.broadcast_to({name}, {_tup(batch + core)}))"
+            f".reshape({_tup((nb,) + core)})")
+
+
 def _matmul_numba(dialect, fe, e, pat):
     x, y = e.args
     out = pat[0].type
     want = out.dtype
     rx, ry = x.type.ndim, y.type.ndim
+    dts = (x.type.dtype, y.type.dtype)
+    if rx <= 2 and ry <= 2 and _loops((x.type.shape, y.type.shape), dts, want):   # note [small-matmul]
+        return f"{_small_mm(dialect, rx, ry, *dts, want)}({fe.a(x)}, {fe.a(y)})"
     if rx <= 2 and ry <= 2:   # BLAS on C or F operands (transposes are views): note [blas-operands]
-        text = f"{_blas(dialect, fe.a(x))} @ {_blas(dialect, fe.a(y))}"
-        dts = {x.type.dtype, y.type.dtype}
+        xt, yt = (fe.a(a) if a.type.dtype == want or want not in ("f64", "f32") else f"{fe.a(a)}.astype({_nd(want)})"
+                  for a in (x, y))   # numba's `@` takes one float dtype
+        text = f"{_blas(dialect, xt)} @ {_blas(dialect, yt)}"
+        dts = set(dts)
         if want == "f32" or "bool" in dts or want not in dts:
             text = f"({text}).astype({_nd(want)})" if out.ndim else f"{_nd(want)}({text})"
         return text
@@ -156,20 +214,31 @@ def _matmul_numba(dialect, fe, e, pat):
     yt = _c(operand(y)) if ry >= 2 else f"{_c(operand(y))}.reshape(({k}, 1))"
     xs = tuple(x.type.shape) if rx >= 2 else (1, k)
     ys = tuple(y.type.shape) if ry >= 2 else (k, 1)
-    if len(ys) == 2:   # a stack times one matrix: one BLAS call on the folded stack
+    if len(ys) == 2:   # a stack times one matrix: one BLAS call (or loops) on the folded stack
         rows = int(np.prod(xs[:-1], dtype=np.int64))
+        if _loops(((rows, k), ys), (want, want), want):
+            h = _small_mm(dialect, 2, 2, want, want, want)
+            return f"{h}({xt}.reshape(({rows}, {k})), {yt}).reshape({_tup(out.shape)})"
         return f"({xt}.reshape(({rows}, {k})) @ {yt}).reshape({_tup(out.shape)})"
     batch = tuple(np.broadcast_shapes(xs[:-2], ys[:-2]))
     nb = int(np.prod(batch, dtype=np.int64))
     m, n = xs[-2], ys[-1]
-    h = _helper(dialect, "bmatmul", (
-        "(x, y):\n"
-        f"    xf = np.ascontiguousarray(np.broadcast_to(x, {_tup(batch + (m, k))})).reshape({_tup((nb, m, k))})\n"
-        f"    yf = np.ascontiguousarray(np.broadcast_to(y, {_tup(batch + (k, n))})).reshape({_tup((nb, k, n))})\n"
-        f"    out = np.empty({_tup((nb, m, n))}, dtype={_nd(want)})\n"
-        f"    for i in range({nb}):\n"
-        "        out[i] = xf[i] @ yf[i]\n"
-        f"    return out.reshape({_tup(out.shape)})"))
+    body = ["(x, y):",
+            f"    xf = {_flat_batch('x', batch, (m, k), nb) if xs[:-2] != batch else f'x.reshape({_tup((nb, m, k))})'}",
+            f"    yf = {_flat_batch('y', batch, (k, n), nb) if ys[:-2] != batch else f'y.reshape({_tup((nb, k, n))})'}",
+            f"    out = np.empty({_tup((nb, m, n))}, dtype={_nd(want)})",
+            f"    for b in range({nb}):"]
+    if _loops((xs, ys), (want, want), want):   # note [small-matmul]
+        body += [f"        for i in range({m}):",
+                 f"            for j in range({n}):",
+                 f"                s = {_nd(want)}(0)",
+                 f"                for l in range({k}):",
+                 "                    s += xf[b, i, l] * yf[b, l, j]",
+                 "                out[b, i, j] = s"]
+    else:
+        body.append("        out[b] = xf[b] @ yf[b]")
+    body.append(f"    return out.reshape({_tup(out.shape)})")
+    h = _helper(dialect, "bmatmul", "\n".join(body))
     return f"{h}({xt}, {yt})"
 
 
