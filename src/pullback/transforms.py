@@ -10,6 +10,8 @@ perturbations (note [nesting] in docs/design.md).
 """
 from __future__ import annotations
 
+import functools
+
 from .errors import NonDifferentiableError, PullbackError
 from .ir.core import Const, Prog
 from .ir.types import I64, TensorType
@@ -282,32 +284,62 @@ def jacobian(ctx, fun, args, argnums, mode, checkpoint=None):
     jt = TensorType(yt.dtype, tuple(yt.shape) + tuple(xt.shape))
     nrow, ncol = yt.size, xt.size
     J = b.zeros(TensorType(yt.dtype, (nrow, ncol) if mode == "rev" else (ncol, nrow)), name="jac")
-    sb = b.child()
-    i = sb.fresh("i", I64)
-    Jp = sb.fresh("jac", J.type)
     if mode == "rev":
-        vname = _derive(ctx, "vjp", fname, checkpoint)
-        e = sb.index_update(sb.zeros(TensorType(yt.dtype, (nrow,))), Const(1.0, TensorType(yt.dtype)), i,
-                            spec=(("d",),), mode="set", name="basis")
-        e = sb.reshape(e, shape=tuple(yt.shape), name="basis")
-        outs = _apply(sb, vname, list(leaves) + [e], ret_types + [leaves[k].type for k in fl])
-        row = outs[len(ret_types) + fl.index(lo)]
+        dname = _derive(ctx, "vjp", fname, checkpoint)
+    else:   # only x's tangent is nonzero: the other arguments get no tangent parameter
+        dname = _derive(ctx, "jvp", fname, active=tuple(k == lo for k in fl))
+    row = functools.partial(_jacobian_row, dname, leaves, ret_types, fl, lo, mode)
+    if J.type.shape[0] <= UNROLL_JACOBIAN and _stmts_below(ctx, dname) <= UNROLL_JACOBIAN_STMTS:
+        for k in range(J.type.shape[0]):   # a few basis vectors: static, so they fold (note [small-jacobians])
+            J = row(b, J, Const(k, I64))
+        Jf = J
     else:
-        # only x's tangent is nonzero: the other arguments get no tangent parameter
-        jname = _derive(ctx, "jvp", fname, active=tuple(k == lo for k in fl))
-        e = sb.index_update(sb.zeros(TensorType(xt.dtype, (ncol,))), Const(1.0, TensorType(xt.dtype)), i,
-                            spec=(("d",),), mode="set", name="basis")
-        targs = [sb.reshape(e, shape=tuple(xt.shape), name="basis")]
-        fo = [k for k, t in enumerate(ret_types) if t.is_float]
-        outs = _apply(sb, jname, list(leaves) + targs, ret_types + [ret_types[k] for k in fo])
-        row = outs[len(ret_types)]
-    row = sb.reshape(row, shape=(J.type.shape[1],), name="row")
-    Jn = sb.index_update(Jp, row, i, spec=(("d",),), mode="set", name="jac")
-    (Jf,) = b.for_loop([Jp], [J], i, Const(J.type.shape[0], I64), sb.body([Jn]), names=["jac"])
+        sb = b.child()
+        i = sb.fresh("i", I64)
+        Jp = sb.fresh("jac", J.type)
+        (Jf,) = b.for_loop([Jp], [J], i, Const(J.type.shape[0], I64), sb.body([row(sb, Jp, i)]), names=["jac"])
     if mode == "fwd":
         Jf = b.transpose(Jf, perm=(1, 0), name="jac")
     Jf = b.reshape(Jf, shape=jt.shape, name="jac")
     return ctx.from_atoms([Jf], TreeDef("leaf"))
+
+
+# Jacobians with at most this many basis vectors, whose row function (with its callees)
+# has at most this many statements, are staged one row at a time, not as a loop: note
+# [small-jacobians]
+UNROLL_JACOBIAN = 4
+UNROLL_JACOBIAN_STMTS = 150
+
+
+def _stmts_below(ctx, name: str) -> int:
+    """The statements of function `name` and of every function it calls, nested ones counted."""
+    from .ir.traverse import iter_lets, reachable_funcs
+
+    funcs = tuple(ctx.funcs())
+    live = reachable_funcs(Prog(funcs, name))
+    return sum(1 for f in funcs if f.name in live for _ in iter_lets(f.body))
+
+
+def _jacobian_row(dname, leaves, ret_types, fl, lo, mode, sb, Jp, i):
+    """`Jp` with row `i` set: the vjp `dname` of basis vector i of the output (mode
+    "rev") or the jvp `dname` of basis vector i of argument `lo` (mode "fwd")."""
+    xt, yt = leaves[lo].type, ret_types[0]
+    nrow, ncol = yt.size, xt.size
+    if mode == "rev":
+        e = sb.index_update(sb.zeros(TensorType(yt.dtype, (nrow,))), Const(1.0, TensorType(yt.dtype)), i,
+                            spec=(("d",),), mode="set", name="basis")
+        e = sb.reshape(e, shape=tuple(yt.shape), name="basis")
+        outs = _apply(sb, dname, list(leaves) + [e], ret_types + [leaves[k].type for k in fl])
+        row = outs[len(ret_types) + fl.index(lo)]
+    else:
+        e = sb.index_update(sb.zeros(TensorType(xt.dtype, (ncol,))), Const(1.0, TensorType(xt.dtype)), i,
+                            spec=(("d",),), mode="set", name="basis")
+        targs = [sb.reshape(e, shape=tuple(xt.shape), name="basis")]
+        fo = [k for k, t in enumerate(ret_types) if t.is_float]
+        outs = _apply(sb, dname, list(leaves) + targs, ret_types + [ret_types[k] for k in fo])
+        row = outs[len(ret_types)]
+    row = sb.reshape(row, shape=(Jp.type.shape[1],), name="row")
+    return sb.index_update(Jp, row, i, spec=(("d",),), mode="set", name="jac")
 
 
 def _apply(b, name, args, ret_types):

@@ -129,6 +129,9 @@ def _call_sites(prog: Prog, in_loops: bool = False) -> dict:
     return sites
 
 
+MAX_LOOP_STMTS = 100    # inline_scalar_calls: the largest function inlined at its loop sites alone
+
+
 def inline_scalar_calls(prog: Prog, max_stmts: int = 400, max_copies: int = 800) -> Prog:
     """Also inline a function whose parameters and results are scalars or small
     static arrays (`scalarize.small_type`, at least one of them an array),
@@ -136,7 +139,10 @@ def inline_scalar_calls(prog: Prog, max_stmts: int = 400, max_copies: int = 800)
     sites in the program) come to at most `max_copies` statements: after
     `passes.scalarize` its body is scalar code in the caller, where the call
     would pack and allocate its array arguments and results on every call (note
-    [scalarize]; det's 2 x 2 leaf vjp, three call sites of ~40 statements)."""
+    [scalarize]; det's 2 x 2 leaf vjp, three call sites of ~40 statements).
+    Over that budget, a function of at most `MAX_LOOP_STMTS` statements is
+    inlined at its sites inside loop bodies alone, if their copies fit (note
+    [small-jacobians]: particle's force, called at every Euler step)."""
     from ..ir.types import TensorType
     from .scalarize import small_type
 
@@ -144,26 +150,33 @@ def inline_scalar_calls(prog: Prog, max_stmts: int = 400, max_copies: int = 800)
         return isinstance(t, TensorType) and (not t.shape or (small_type(t) and int(np.prod(t.shape)) >= 1))
 
     graph = call_graph(prog)
-    sites = _call_sites(prog)
-    pick = {}
+    sites, looped = _call_sites(prog), _call_sites(prog, in_loops=True)
+    pick, loops_only = {}, set()
     for f in prog.funcs:
         types = [p.type for p in f.params] + list(f.ret_types)
         n = sum(1 for _ in iter_lets(f.body))
-        if (f.name != prog.entry and 0 < sites.get(f.name, 0) and n <= max_stmts and n * sites[f.name] <= max_copies
-                and not f.rules and not _recursive(f.name, graph) and all(tiny(t) for t in types)
-                and any(t.shape for t in types)):
+        if (f.name == prog.entry or not 0 < sites.get(f.name, 0) or n > max_stmts or f.rules
+                or _recursive(f.name, graph) or not all(tiny(t) for t in types) or not any(t.shape for t in types)):
+            continue
+        if n * sites[f.name] <= max_copies:
             pick[f.name] = f
-    return _inline(prog, graph, pick)
+        elif n <= MAX_LOOP_STMTS and 0 < looped.get(f.name, 0) and n * looped[f.name] <= max_copies:
+            # too many sites to copy everywhere: the ones in loops, which run per iteration (note [scalarize])
+            pick[f.name] = f
+            loops_only.add(f.name)
+    return _inline(prog, graph, pick, frozenset(loops_only))
 
 
-def _inline(prog: Prog, graph: dict, small: dict) -> Prog:
+def _inline(prog: Prog, graph: dict, small: dict, loops_only: frozenset = frozenset()) -> Prog:
+    """Inline the calls of the functions in `small`; those of `loops_only` only where
+    the call is inside a loop body."""
     if not small or not any(graph[f.name] & set(small) for f in prog.funcs):
         return prog
     out = []
     for f in prog.funcs:
         if graph[f.name] & set(small):
             supply = NameSupply(all_names(f))
-            f = dataclasses.replace(f, body=_body(f.body, small, supply))
+            f = dataclasses.replace(f, body=_body(f.body, small, supply, loops_only))
         out.append(f)
     return prog.with_funcs(out)
 
@@ -180,18 +193,22 @@ def _recursive(name: str, graph: dict) -> bool:
     return False
 
 
-def _body(body: Body, small: dict, supply: NameSupply) -> Body:
+def _body(body: Body, small: dict, supply: NameSupply, loops_only: frozenset = frozenset(),
+          in_loop: bool = False) -> Body:
+    from ..ir.core import Loop
+
     stmts, subst = [], {}
     for st in body.stmts:
         e = substitute_exp(st.exp, subst) if subst else st.exp
-        if isinstance(e, Apply) and e.func in small:
+        if isinstance(e, Apply) and e.func in small and (in_loop or e.func not in loops_only):
             callee = small[e.func]
             copy = rename_body(callee.body, supply, dict(zip(callee.params, e.args)))
-            copy = _body(copy, small, supply)
+            copy = _body(copy, small, supply, loops_only, in_loop)
             stmts.extend(Let(s.pat, s.exp, s.loc or st.loc) for s in copy.stmts)
             subst.update(zip(st.pat, copy.result))
             continue
-        e = map_exp(e, lambda a: a, lambda bs, b: (bs, _body(b, small, supply)))
+        looped = in_loop or isinstance(e, Loop)
+        e = map_exp(e, lambda a: a, lambda bs, b: (bs, _body(b, small, supply, loops_only, looped)))
         stmts.append(Let(st.pat, e, st.loc))
     result = tuple(subst.get(a, a) for a in body.result)
     return Body(tuple(stmts), result)
