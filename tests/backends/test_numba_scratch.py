@@ -236,3 +236,59 @@ def test_lstm_gradient_slice_copies_scratch():
     assert "].copy()" not in vjp and vjp.count("_view = ") >= 5
     for a, b in zip(g(*args), pb.grad(lstm.lstm_objective, argnums=(0, 1), backend="interp")(*args)):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+# -- fills: small `full` arrays in a loop body (scalarize's packs) ---------------
+
+def _code(src):
+    """`src` without its comments (provenance comments quote the user's source)."""
+    return "\n".join(ln.split("#")[0] for ln in src.splitlines())
+
+
+def fill_dies(x):
+    acc = 0.0
+    for t in range(6):
+        y = np.full(6, 0.5 * t)
+        y[t] = 1.0
+        acc = acc + np.sum(y * x)
+    return acc
+
+
+def fill_carried(x):
+    z = x
+    for t in range(6):
+        y = np.full(6, 0.5 * t)
+        y[t] = 1.0
+        z = y * 1.0 if t % 2 == 0 else y
+    return z
+
+
+def test_dying_fill_is_scratch_carried_fill_is_not():
+    x = np.linspace(0.5, 2.0, 6)
+    src = source(fill_dies, x)
+    assert "y = scratch" in src and "np.full(" not in _code(src.split("def fill_dies(")[1]), src
+    check(fill_dies, x, exact=True)
+    src = source(fill_carried, x)
+    assert "y = scratch" not in src
+    check(fill_carried, x, exact=True)
+
+
+def fall(w):
+    """A point in the plane falling through a while loop: the gradient's forward sweep pushes
+    the packed point and velocity at every step."""
+    x, v = np.array([0.0, 1.0]), np.array([1.0, 0.0])
+    i = 0
+    while x[1] > 0.0 and i < 1000:
+        v = v - 0.1 * np.array([0.0, 1.0 + w * x[0]])
+        x = x + 0.1 * v
+        i += 1
+    return x[0] * x[1]
+
+
+def test_packs_for_the_tape_are_scratch():
+    src = source(pb.grad(fall), 0.3)
+    assert "while " in src and "= scratch" in src
+    nested = [ln for ln in _code(src).splitlines() if ln.startswith("        ")]   # below top level
+    assert not [ln for ln in nested if "np.full(" in ln], src
+    got = pb.grad(fall, backend="numba")(0.3)
+    np.testing.assert_allclose(got, pb.grad(fall, backend="interp")(0.3), rtol=1e-13)

@@ -141,6 +141,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         self.unset: set = set()               # `full`s whose fill nobody sees (`prepare`)
         self.blas_operands = False            # a matmul printed `_pb_blas` (note [blas-operands])
         self.scratch_copies: set = set()      # ids of slice copies made into scratch arrays (`fusion_plan`)
+        self.scratch_fills: set = set()       # ids of small fills made into scratch arrays (`fusion_plan`)
         self.pop_copies: set = set()          # ids of pops that copy their slot (`fusion_plan`)
         self.slots: dict = {}                 # concatenations written into a later one (`numba_slots`)
         self.placed: dict = {}                # concatenation result -> its pieces written in place
@@ -253,6 +254,9 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         if id(st) in self.scratch_copies:
             numba_scratch.emit_copy(fe, st, depth)
             return True
+        if id(st) in self.scratch_fills:
+            numba_scratch.emit_fill(fe, st, depth)
+            return True
         if op == "store_new":
             k, cap = self.store_type(e.p["elem"]), e.p.get("cap")   # cap: a buffer store's known size
             if self.inline_stores(k):   # note [compile-time]
@@ -323,8 +327,8 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
     def fusion_plan(self, body, fe=None):
         """The fused groups of `body` (`numba_fusion.plan`); with the emitter `fe`,
         also notes the body's pops that copy their slot (`numba_stores.pop_copies`,
-        note [numba-stores]), in a repeated body, its slice copies that go into
-        scratch arrays (`numba_scratch.copies`, note [short-loops]), and its
+        note [numba-stores]), in a repeated body, its slice copies and small fills that
+        go into scratch arrays (`numba_scratch.copies`, `.fills`, note [short-loops]), and its
         concatenations written into later ones (`numba_slots`, note [concat-slots])."""
         repeated = id(body) in self.repeated
         if fe is not None:
@@ -335,6 +339,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
             self.slots.update(numba_slots.plan(body, self._uses[1]))
         if repeated and fe is not None:
             self.scratch_copies |= numba_scratch.copies(body, fe.own, self.push_copies)
+            self.scratch_fills |= numba_scratch.fills(body, fe.own, self.push_copies)
         return fusion.plan(body, repeated)
 
     def emit_group(self, fe, g, depth) -> None:

@@ -31,6 +31,13 @@ Contract:
   scratch arrays instead of new ones.
 - `emit_copy(fe, st, depth)`: prints such a statement: a view of the slice,
   then an element loop copying it into a scratch array bound to the result.
+- `fills(body, own, push_copies) -> set[int]`: the ids of the `full`
+  statements of `body` (a repeated body) with a static shape of at most
+  `SCRATCH_BYTES` whose result is local to the body: a small array filled and
+  then updated in place, packed for a store push or a call (scalarize's
+  packs, note [scalarize]). `emit_fill` prints them into scratch arrays.
+- `emit_fill(fe, st, depth)`: prints such a statement: the scratch array bound
+  to the result, then an element loop writing the fill value.
 - `SCRATCH_BYTES`: the largest array made scratch; a larger allocation costs
   little next to filling it, and a scratch array lives for the whole call.
 """
@@ -103,6 +110,10 @@ def scratch(fe, shape: tuple, dtype: str) -> str:
     return name
 
 
+def _small_static(t) -> bool:
+    return bool(t.shape) and all(isinstance(n, int) for n in t.shape) and t.nbytes <= SCRATCH_BYTES
+
+
 def copies(body, own, push_copies) -> set:
     """See the module docstring."""
     out = set()
@@ -115,11 +126,39 @@ def copies(body, own, push_copies) -> set:
         t = v.type
         if v not in own.copied or (v in own.push_only and push_copies(t)):
             continue
-        if not t.shape or not all(isinstance(n, int) for n in t.shape) or t.nbytes > SCRATCH_BYTES:
-            continue
-        if local_values(stmts[k + 1:], body.result, {v}, push_copies, own):
+        if _small_static(t) and local_values(stmts[k + 1:], body.result, {v}, push_copies, own):
             out.add(id(st))
     return out
+
+
+def fills(body, own, push_copies) -> set:
+    """See the module docstring."""
+    stmts = body.stmts
+    return {id(st) for k, st in enumerate(stmts)
+            if isinstance(st.exp, Prim) and st.exp.op == "full" and len(st.pat) == 1
+            and _small_static(st.pat[0].type)
+            and local_values(stmts[k + 1:], body.result, {st.pat[0]}, push_copies, own)}
+
+
+def _element_loops(fe, depth, name, shape, value) -> None:
+    js = [fe.fresh(f"j{d}") for d in range(len(shape))]
+    for d, (j, n) in enumerate(zip(js, shape)):
+        fe.line(depth + d, f"for {j} in range({int(n)}):")
+    fe.line(depth + len(js), f"{name}[{', '.join(js)}] = {value}")
+
+
+def emit_fill(fe, st, depth) -> None:
+    """See the module docstring."""
+    from .numba_dialect import _scalar_cast
+
+    v = st.pat[0]
+    buf = scratch(fe, v.type.shape, v.type.dtype)   # inserts a line at the top: before n0
+    n0 = len(fe.lines)
+    name = fe.bind(v)
+    fe.line(depth, f"{name} = {buf}")
+    _element_loops(fe, depth, name, v.type.shape, _scalar_cast(v.type.dtype, fe.a(st.exp.args[0])))
+    for i in range(n0, len(fe.lines)):
+        fe.lines[i] += "  # pb:full"
 
 
 def emit_copy(fe, st, depth) -> None:
