@@ -143,3 +143,15 @@ def test_gradient_through_small_products():
     got = pb.grad(f, argnums=(0, 1, 2), backend="numba")(*args)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-13)
+
+
+def test_dot_product_feeds_scalar_code():
+    # the vector-vector helper returns a float, not an optional one (a `return` inside its loop
+    # did): numba could not type the strong product that reads it
+    a, b = RNG.standard_normal((2, 2)), RNG.standard_normal((2, 2))
+
+    def g(a, b, ta, tb):
+        return pb.jvp(lambda a, b: np.vdot(a, b) * a, (a, b), (ta, tb))[1]
+
+    want = pb.jit(g, backend="interp")(a, b, b, a)
+    np.testing.assert_allclose(pb.jit(g, backend="numba")(a, b, b, a), want, rtol=1e-13)

@@ -162,21 +162,23 @@ def _small_mm(dialect, rx, ry, dx, dy, want):
     xi = "x[i, l]" if rx == 2 else "x[l]"
     yi = "y[l, j]" if ry == 2 else "y[l]"
     xi, yi = (t if d == want else f"{nd}({t})" for t, d in ((xi, dx), (yi, dy)))
+    if rx == ry == 1:   # a dot product: one sum, returned after the loop
+        return _helper(dialect, "mm11", "\n".join([
+            "(x, y):", f"    s = {nd}(0)", "    for l in range(x.shape[0]):", f"        s += {xi} * {yi}",
+            "    return s"]))
     lines = ["(x, y):", f"    k = x.shape[{rx - 1}]"]
     lines.append("    m = x.shape[0]" if rx == 2 else "    m = 1")
     lines.append("    n = y.shape[1]" if ry == 2 else "    n = 1")
-    shape = {(2, 2): "(m, n)", (2, 1): "(m,)", (1, 2): "(n,)"}.get((rx, ry))
-    if shape:
-        lines.append(f"    out = np.empty({shape}, dtype={nd})")
-    store = {(2, 2): "out[i, j] = s", (2, 1): "out[i] = s", (1, 2): "out[j] = s"}.get((rx, ry), "return s")
-    lines += ["    for i in range(m):",
+    shape = {(2, 2): "(m, n)", (2, 1): "(m,)", (1, 2): "(n,)"}[(rx, ry)]
+    store = {(2, 2): "out[i, j] = s", (2, 1): "out[i] = s", (1, 2): "out[j] = s"}[(rx, ry)]
+    lines += [f"    out = np.empty({shape}, dtype={nd})",
+              "    for i in range(m):",
               "        for j in range(n):",
               f"            s = {nd}(0)",
               "            for l in range(k):",
               f"                s += {xi} * {yi}",
-              f"            {store}"]
-    if shape:
-        lines.append("    return out")
+              f"            {store}",
+              "    return out"]
     return _helper(dialect, f"mm{rx}{ry}", "\n".join(lines))
 
 
