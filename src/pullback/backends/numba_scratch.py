@@ -141,10 +141,13 @@ def fills(body, own, push_copies) -> set:
 
 
 def _element_loops(fe, depth, name, shape, value) -> None:
+    """Loops over every element of `name` (static `shape`) setting it to `value(ix)`,
+    `ix` the element's index text."""
     js = [fe.fresh(f"j{d}") for d in range(len(shape))]
     for d, (j, n) in enumerate(zip(js, shape)):
         fe.line(depth + d, f"for {j} in range({int(n)}):")
-    fe.line(depth + len(js), f"{name}[{', '.join(js)}] = {value}")
+    ix = ", ".join(js)
+    fe.line(depth + len(js), f"{name}[{ix}] = {value(ix)}")
 
 
 def emit_fill(fe, st, depth) -> None:
@@ -156,7 +159,8 @@ def emit_fill(fe, st, depth) -> None:
     n0 = len(fe.lines)
     name = fe.bind(v)
     fe.line(depth, f"{name} = {buf}")
-    _element_loops(fe, depth, name, v.type.shape, _scalar_cast(v.type.dtype, fe.a(st.exp.args[0])))
+    fill = _scalar_cast(v.type.dtype, fe.a(st.exp.args[0]))
+    _element_loops(fe, depth, name, v.type.shape, lambda ix: fill)
     for i in range(n0, len(fe.lines)):
         fe.lines[i] += "  # pb:full"
 
@@ -171,10 +175,6 @@ def emit_copy(fe, st, depth) -> None:
     fe.line(depth, f"{view} = {fe.a(x)}[{fe.index_text(x, e.p['spec'], e.args[1:])}]")
     name = fe.bind(v)
     fe.line(depth, f"{name} = {buf}")
-    js = [fe.fresh(f"j{d}") for d in range(len(v.type.shape))]
-    for d, (j, n) in enumerate(zip(js, v.type.shape)):
-        fe.line(depth + d, f"for {j} in range({int(n)}):")
-    ix = ", ".join(js)
-    fe.line(depth + len(js), f"{name}[{ix}] = {view}[{ix}]")
+    _element_loops(fe, depth, name, v.type.shape, lambda ix: f"{view}[{ix}]")
     for i in range(n0, len(fe.lines)):
         fe.lines[i] += "  # pb:index"
