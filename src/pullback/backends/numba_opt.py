@@ -2,7 +2,8 @@
 
 Contract:
 - `forwarded(prog, f) -> Func`: the function `f` only forwards to (`f`
-  itself when it does more). `numba_backend.compile_prog` compiles that one as
+  itself when it does more); `forward_chain(prog, f)`: `f` and every
+  function on the way there. `numba_backend.compile_prog` compiles that one as
   the entry, so numba never optimises the callee's whole module a second time
   inside a one-line wrapper (numba links every callee's LLVM module into its
   caller's and optimises the result again).
@@ -164,21 +165,27 @@ def forwarded(prog: Prog, f: Func) -> Func:
     `g` with the same parameter and result types that updates no argument in
     place (no donated parameters); then `g`, followed through chains of such
     functions."""
+    return forward_chain(prog, f)[-1]
+
+
+def forward_chain(prog: Prog, f: Func) -> list:
+    """`f` and the functions it forwards to, in order (`forwarded` is the last)."""
     from ..ir.core import Apply
 
-    seen = {f.name}
+    chain = [f]
     while len(f.body.stmts) == 1:
         st = f.body.stmts[0]
         e = st.exp
-        if not isinstance(e, Apply) or e.args != f.params or f.body.result != st.pat or e.func in seen:
+        if (not isinstance(e, Apply) or e.args != f.params or f.body.result != st.pat
+                or any(g.name == e.func for g in chain)):
             break
         g = prog.func(e.func)
         if (g.donated or tuple(p.type for p in g.params) != tuple(p.type for p in f.params)
                 or tuple(g.ret_types) != tuple(f.ret_types)):
             break
-        seen.add(g.name)
+        chain.append(g)
         f = g
-    return f
+    return chain
 
 
 def simplify_inlined(before: Prog, after: Prog) -> Prog:

@@ -65,6 +65,36 @@ def _coords(shape):
     return list(itertools.product(*(range(int(d)) for d in shape)))
 
 
+def read_elements(a: Var, names: NameSupply, out: list, loc=None) -> list[Var]:
+    """Append to `out` one static `index` read per element of the array `a`, in
+    row-major order; the element variables."""
+    t = a.type
+    es = []
+    for c in _coords(t.shape):
+        s = Var(names.fresh(f"{a.name}_e"), TensorType(t.dtype, ()))
+        out.append(Let((s,), Prim("index", (a,) + tuple(Const(int(i), I64) for i in c),
+                                  (("spec", tuple(("d",) for _ in c)),)), loc))
+        es.append(s)
+    return es
+
+
+def pack_elements(v: Var, es, names: NameSupply, out: list, into: Var | None = None, loc=None) -> Var:
+    """Append to `out` the statements that build an array of `v`'s type from its
+    element atoms `es` (row-major): a `full`, then one `index_update` per element
+    (the backends do these in place). The last one binds `into` if given."""
+    t = v.type
+    zero = Const(False if t.dtype == "bool" else (0.0 if t.is_float else 0), TensorType(t.dtype, ()))
+    cur = Var(names.fresh(f"{v.name}_p"), t)
+    out.append(Let((cur,), Prim("full", (zero,), (("shape", tuple(t.shape)),)), loc))
+    coords = _coords(t.shape)
+    for k, (c, e) in enumerate(zip(coords, es)):
+        nxt = into if into is not None and k == len(coords) - 1 else Var(names.fresh(f"{v.name}_p"), t)
+        out.append(Let((nxt,), Prim("index_update", (cur, e) + tuple(Const(int(i), I64) for i in c),
+                                    (("spec", tuple(("d",) for _ in c)), ("mode", "set"))), loc))
+        cur = nxt
+    return cur
+
+
 class _Func:
     def __init__(self, f: Func):
         self.f = f
@@ -91,26 +121,11 @@ class _Func:
         if isinstance(a, Const):
             v = np.broadcast_to(np.asarray(a.value), t.shape)
             return [Const(v[c].item(), TensorType(t.dtype, ())) for c in _coords(t.shape)]
-        es = []
-        for c in _coords(t.shape):
-            s = self.fresh(f"{a.name}_e", t.dtype)
-            out.append(Let((s,), Prim("index", (a,) + tuple(Const(int(i), I64) for i in c),
-                                      (("spec", tuple(("d",) for _ in c)),))))
-            es.append(s)
-        env[a] = es
+        es = env[a] = read_elements(a, self.names, out)
         return es
 
     def pack(self, v: Var, es, out) -> Var:
-        t = v.type
-        zero = Const(False if t.dtype == "bool" else (0.0 if t.is_float else 0), TensorType(t.dtype, ()))
-        cur = Var(self.names.fresh(f"{v.name}_p"), t)
-        out.append(Let((cur,), Prim("full", (zero,), (("shape", tuple(t.shape)),))))
-        for c, e in zip(_coords(t.shape), es):
-            nxt = Var(self.names.fresh(f"{v.name}_p"), t)
-            out.append(Let((nxt,), Prim("index_update", (cur, e) + tuple(Const(int(i), I64) for i in c),
-                                        (("spec", tuple(("d",) for _ in c)), ("mode", "set")))))
-            cur = nxt
-        return cur
+        return pack_elements(v, es, self.names, out)
 
     def atom(self, a, env, out, packed):
         """`a` as an array: packed once per body when it was scalarised."""
@@ -232,7 +247,7 @@ class _Func:
                 self.changed = True
                 return [e.args[0]] * int(np.prod(t.shape))
             return None
-        if not small_out and op not in ("sum", "index"):
+        if not small_out and op not in ("sum", "index", "reshape"):   # (a reshape to a scalar: its one element)
             return None
         loc = st.loc
 
