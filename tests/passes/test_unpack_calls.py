@@ -146,3 +146,19 @@ def test_particle_force_vjps_take_and_return_scalars():
     for f in vjps:
         assert all(not p.type.shape for p in f.params) and all(not t.shape for t in f.ret_types), f.name
         assert not any(isinstance(st.exp, Prim) and st.exp.op == "full" for st in iter_lets(f.body)), f.name
+
+
+def test_a_compiled_non_entry_function_keeps_its_signature():
+    """`compiled(prog, fname)` compiles a function other than the program's entry
+    (a vjp the caller built): that function is called from outside and keeps
+    its parameters."""
+    from pullback.passes.vjp import vjp_prog
+
+    vp, name = vjp_prog(pb.jit(force, backend="interp").staged(np.array([0.5, 0.25]), 0.3).prog)
+    assert name != vp.entry
+    out = unpack_calls(vp, name)
+    assert sig(out, name) == sig(vp, name)
+    got = nb.compiled(vp, name)(np.array([0.5, 0.25]), 0.3, np.array([1.0, -2.0]))
+    want = interp.run(vp, np.array([0.5, 0.25]), 0.3, np.array([1.0, -2.0]), fname=name)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-14)

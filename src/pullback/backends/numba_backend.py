@@ -264,7 +264,7 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
     tune_malloc()
     setting = numba_parallel.setting(parallel)
     source = prog
-    prog = lower(prog, setting, metered)
+    prog = lower(prog, setting, metered, fname)
     src, consts, par = _emit_par(prog, metered=metered, parallel=setting)
     f = prog.func(fname or prog.entry)
     dname = ps._Module(prog, True).fnames[forwarded(prog, f).name]   # the function numba compiles first
@@ -339,10 +339,12 @@ def compile_entry(src: str, h: str, cache: bool, dname: str, sig) -> None:
         unit.compile(dname, sig, opt_level())
 
 
-def lower(prog: Prog, setting=None, metered: bool = False) -> Prog:
+def lower(prog: Prog, setting=None, metered: bool = False, fname: str | None = None) -> Prog:
     """The numba-only passes, in order, on the transformed program: what
     `compile_prog` prints (`emit_prog(lower(prog))` shows the module numba
-    compiles). `setting`: the effective parallel setting."""
+    compiles). `setting`: the effective parallel setting; `fname`: the
+    function compiled as the entry (default: the program's), whose signature
+    the passes keep."""
     from ..passes.accumulate import accumulate
     from ..passes.dead_clears import dead_clears
     from ..passes.forward_index import forward_index
@@ -356,7 +358,7 @@ def lower(prog: Prog, setting=None, metered: bool = False) -> Prog:
     from ..passes.unpack_calls import unpack_calls
 
     prog = simplify_inlined(prog, inline_scalar_calls(inline_small(prog)))  # note [compile-time]
-    prog = accumulate(simplify_inlined(prog, scalarize(unpack_calls(forward_index(prog)))))  # [forward-index], [unpack-calls], [scalarize], [accumulate]
+    prog = accumulate(simplify_inlined(prog, scalarize(unpack_calls(forward_index(prog), fname))))  # [forward-index], [unpack-calls], [scalarize], [accumulate]
     prog = transpose_layout(dead_clears(sum_matmul(prog)))  # notes [sum-matmul], [dead-clears], [transposed-layout]
     prog = sink_rows(prog)  # note [sink-rows]
     prog = hoist_maps(_vectorize(prog, setting, metered))  # note [hoist-maps]

@@ -1,8 +1,9 @@
 """Small arrays cross calls as their elements: `unpack_calls(prog) -> prog`
 (note [unpack-calls]).
 
-Contract: for a function of the program other than the entry (and the chain
-of functions the entry only forwards to, `numba_opt.forward_chain`), without
+Contract: for a function of the program other than the entry (`entry`, by
+default the program's; and the chain of functions the entry only forwards
+to, `numba_opt.forward_chain`), without
 derivative rules, not named as anyone's rule and with no donated parameters:
 
 - a parameter of small static array type (`scalarize.small_type`, at least
@@ -36,8 +37,9 @@ from ..ir.types import TensorType
 from .scalarize import _coords, _Func, pack_elements, read_elements, small_type
 
 
-def unpack_calls(prog: Prog) -> Prog:
-    plans = _plans(prog)
+def unpack_calls(prog: Prog, entry: str | None = None) -> Prog:
+    """`entry`: the function called from outside (default: the program's entry)."""
+    plans = _plans(prog, entry or prog.entry)
     if not plans:
         return prog
     out = []
@@ -52,11 +54,11 @@ def unpack_calls(prog: Prog) -> Prog:
     return prog.with_funcs(out)
 
 
-def _plans(prog: Prog) -> dict:
+def _plans(prog: Prog, entry: str) -> dict:
     """Function name -> (parameter flags, result flags): which to unpack."""
     from ..backends.numba_opt import forward_chain
 
-    keep = {g.name for g in forward_chain(prog, prog.func(prog.entry))}
+    keep = {g.name for g in forward_chain(prog, prog.func(entry))}
     ruled = {g for f in prog.funcs for _, g in f.rules}
     plans = {}
     for f in prog.funcs:
