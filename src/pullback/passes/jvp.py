@@ -9,7 +9,9 @@ as a zero array and multiplied through (issue 13). Each primal statement is kept
 its tangent statements (Tapenade's tangent mode); ifs and loops carry tangents
 alongside their primal values; a call of ``g`` becomes a call of ``g_jvp``.
 Tangents are symbolic zeros (None) until something makes them nonzero, so code
-that does not depend on the inputs gets no tangent code. Functions reached by
+that does not depend on the inputs gets no tangent code; a call's result that
+depends on no argument with a tangent (`activity.CallDeps`, note
+[call-activity]) keeps a zero one. Functions reached by
 calls are differentiated on demand (recursion included). A function with a
 user-given jvp rule (`Func.rules`, `pb.custom_jvp`) is not differentiated: its
 jvp is the rule function; one with only a vjp rule (`pb.custom_vjp`) is a
@@ -24,6 +26,7 @@ from ..ir.core import Apply, Body, Const, Func, If, Lambda, Let, Loop, Map, Prim
 from ..ir.names import NameSupply
 from ..ir.prims import TABLE
 from ._common import DerivedNames, differentiable, run_rule, zero_of
+from .activity import CallDeps
 
 
 def jvp_prog(prog: Prog, fname: str | None = None, fresh=None, active: tuple | None = None) -> tuple[Prog, str]:
@@ -59,6 +62,7 @@ class _JVP:
         self.prog = prog
         self.names = DerivedNames(prog, names.jvp_func, fresh)
         self.new_funcs: list[Func] = []
+        self.deps = CallDeps(prog)   # which results of each callee depend on which parameters (note [call-activity])
 
     def func(self, name: str, active: tuple | None = None) -> str:
         """The jvp of `name`; `active` (one bool per float parameter, None: all)
@@ -137,7 +141,10 @@ class _JVP:
         e = st.exp
         callee = self.prog.func(e.func)
         tans = [self.tan(a, tmap) for a in e.args]
-        if all(t is None for t in tans):
+        # a result that depends on no argument with a tangent has a zero one (note [call-activity])
+        summary = self.deps(e.func)
+        live = [summary is None or any(tans[i] is not None for i in d) for d in (summary or [()] * len(st.pat))]
+        if all(t is None for t in tans) or not any(lv and differentiable(v.type) for lv, v in zip(live, st.pat)):
             b.stmts.append(st)
             return
         fl = [t for p, t in zip(callee.params, tans) if differentiable(p.type)]
@@ -154,9 +161,11 @@ class _JVP:
         touts = [b.fresh(names.tangent(v.name), v.type) for v in st.pat if differentiable(v.type)]
         b.let(tuple(st.pat) + tuple(touts), Apply(jname, tuple(e.args) + tuple(targs)), st.loc)
         it = iter(touts)
-        for v in st.pat:
+        for v, lv in zip(st.pat, live):
             if differentiable(v.type):
-                tmap[v] = next(it)
+                t = next(it)
+                if lv:
+                    tmap[v] = t
 
     def if_(self, b, st, tmap):
         e = st.exp

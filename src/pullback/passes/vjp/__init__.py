@@ -26,7 +26,7 @@ from ...ir.builder import Builder
 from ...ir.core import Func, Prog, Var
 from ...ir.names import NameSupply
 from .._common import DerivedNames, differentiable
-from ..activity import mark_body
+from ..activity import CallDeps, mark_body
 from . import split
 from .adjoints import Adjoints
 from .body import fwd_body, rev_body
@@ -115,6 +115,7 @@ class RevContext:
 
     def __init__(self, prog: Prog, plan: SplitPlan, derived):
         self.prog = prog
+        self.deps = CallDeps(prog)   # which results of each callee depend on which parameters (note [call-activity])
         self.plan = plan
         self.names, self.fwd_names, self.bwd_names, self.seg_names = derived
         self.strategy = plan.strategy
@@ -176,7 +177,7 @@ class RevContext:
         if active is not None and f.name == entry:
             floats = [p for p in f.params if p.type.is_float]
             self.varied -= {p for p, a in zip(floats, active) if not a}
-        mark_body(f.body, self.varied)
+        mark_body(f.body, self.varied, self.deps)
         tapes = fwd_body(self, b, f.body)
         adj = Adjoints(b, self.varied)
         ct_params = []

@@ -20,7 +20,11 @@ def rev(ctx, b, st, adj) -> None:
     cts = [adj.get(v) for v in outs]
     if all(c is None for c in cts):
         return
-    if not any(isinstance(a, Var) and a in ctx.varied for a in e.args):
+    # an argument no result with an adjoint depends on gets nothing (note [call-activity])
+    summary = ctx.deps(e.func)
+    needed = None if summary is None else {i for v, d in zip(st.pat, summary) if adj.get(v) is not None for i in d}
+    if not any(isinstance(a, Var) and a in ctx.varied and (needed is None or i in needed)
+               for i, a in enumerate(e.args)):
         return
     vname = vjp_name(ctx, callee) or ctx.func(e.func)
     ctx.vjp_of[vname] = e.func
@@ -30,8 +34,8 @@ def rev(ctx, b, st, adj) -> None:
              for a, p in zip(e.args, callee.params) if differentiable(p.type)]
     b.let(tuple(res) + tuple(grads), Apply(vname, tuple(e.args) + tuple(ct_args)), st.loc)
     it = iter(grads)
-    for a, p in zip(e.args, callee.params):
+    for i, (a, p) in enumerate(zip(e.args, callee.params)):
         if differentiable(p.type):
             g = next(it)
-            if isinstance(a, Var) and a in ctx.varied:
+            if isinstance(a, Var) and a in ctx.varied and (needed is None or i in needed):
                 adj.add(a, g)

@@ -409,7 +409,7 @@ def _store_range(ctx, sb, seg: _Seg, state, lo, t, Fm, cts) -> Body:
     st = Let(outs, Loop(tuple(ps), tuple(state), ForForm(j, t), ib.body(list(body.result))), seg.st.loc)
     ca, cf = cts[:len(seg.act)], cts[len(seg.act):]
     ctx.varied = {state[i] for i in seg.act} | {Fm[v] for v in seg.fvs}
-    mark_body(Body((st,), ()), ctx.varied)
+    mark_body(Body((st,), ()), ctx.varied, ctx.deps)
     tape = fwd_store(ctx, sb, st)
     adj = Adjoints(sb, ctx.varied)
     for v, c in zip(seg.fvs, cf):
@@ -447,7 +447,7 @@ def _step(ctx, sb, seg: _Seg, state, lo, Fm, cts) -> Body:
     body = recomputed(_renamed(ctx, e, state, lo, Fm))
     ca, cf = cts[:len(seg.act)], cts[len(seg.act):]
     ctx.varied = {state[i] for i in seg.act} | {Fm[v] for v in seg.fvs}
-    mark_body(body, ctx.varied)
+    mark_body(body, ctx.varied, ctx.deps)
     ctx.ckpt_step += 1
     try:
         tapes = fwd_body(ctx, sb, body)

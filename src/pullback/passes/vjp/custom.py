@@ -92,7 +92,7 @@ def _transpose(ctx, f: Func, r: Func, new: str) -> Func:
     nres = len(f.ret_types)
     ctx.fparams = set()
     ctx.varied = set(tans)
-    mark_body(body, ctx.varied)
+    mark_body(body, ctx.varied, ctx.deps)
     tapes = fwd_body(ctx, b, body)
     adj = Adjoints(b, ctx.varied)
     cts = []

@@ -24,7 +24,7 @@ def rev(ctx, b, st, adj) -> None:
     for br in (e.then, e.else_):
         sb = b.child()
         body = recomputed(rename_body(br, ctx.supply, {}))
-        mark_body(body, ctx.varied)
+        mark_body(body, ctx.varied, ctx.deps)
         tapes = fwd_body(ctx, sb, body)
         inner = Adjoints(sb, ctx.varied)
         inner.m.update(seeded)  # accumulate into the existing adjoints (sparse updates stay in place)

@@ -33,7 +33,7 @@ from ...ir.prims.indexing import region_shape
 from ...ir.traverse import dce, free_vars, rename_body
 from ...ir.types import I64, StoreType, TensorType
 from .._common import differentiable
-from ..activity import mark_body
+from ..activity import mark_body, useful_in_loop
 from . import independent, loop_forward
 from .adjoints import Adjoints
 from .body import fwd_body, recomputed, rev_body
@@ -385,10 +385,10 @@ def reverse_frame(ctx, b, st, adj) -> ReverseFrame:
     e = st.exp
     outs = st.pat[:len(e.params)]
     cts = [adj.get(v) for v in outs]
-    act = [k for k, p in enumerate(e.params) if differentiable(p.type) and p in ctx.varied]
-    bound = set(e.params) | ({e.form.index} if isinstance(e.form, ForForm) else set())
-    fvs = sorted((v for v in free_vars(e.body) - bound if v in ctx.varied and differentiable(v.type)),
-                 key=lambda v: v.name)
+    # only what may get a non-zero adjoint (the useful half of activity, note [call-activity])
+    useful, free = useful_in_loop(e, [k for k, c in enumerate(cts) if c is not None], ctx.varied, ctx.deps)
+    act = sorted(useful)
+    fvs = sorted(free, key=lambda v: v.name)
     rb = b.child()
     k = rb.fresh("k", I64)
     ctx.nonneg.add(k)
@@ -491,7 +491,7 @@ def rev_store(ctx, b, st, adj, tape: LoopTape) -> None:
         if p in ctx.varied:
             ctx.varied.add(restored[p])
     body = recomputed(rename_body(e.body, ctx.supply, restored))
-    mark_body(body, ctx.varied)
+    mark_body(body, ctx.varied, ctx.deps)
     loaded = saved.preload(ctx, rb, body, tape.nested, cur)   # note [nested-saves]
     tapes = fwd_body(ctx, rb, reexecuted(rb, body, tape.values, cur, tape.loaded, restored.get(index)), lazy=True)
     for v in loaded:

@@ -59,7 +59,7 @@ def rev(ctx, b, st, adj, tape) -> None:
         if p in ctx.varied:
             ctx.varied.add(restored[p])
     body = recomputed(rename_body(e.body, ctx.supply, restored))
-    mark_body(body, ctx.varied)
+    mark_body(body, ctx.varied, ctx.deps)
     tapes = fwd_body(ctx, rb, body)         # not lazy: the body's results are the next state
     inner = reverse_iteration(ctx, rb, body, tapes, fr)
     res = [inner.get_or_zero(restored[e.params[i]], rb) for i in act] + [inner.get(v) for v in fvs] + \

@@ -60,7 +60,7 @@ def rev(ctx, b, st, adj) -> None:
         if isinstance(a, Var) and a in ctx.varied and differentiable(p.type):
             ctx.varied.add(mapping[p])
     body = recomputed(rename_body(_inline_helpers(ctx, e.lam.body, bound), ctx.supply, mapping))
-    mark_body(body, ctx.varied)
+    mark_body(body, ctx.varied, ctx.deps)
     # mapped cotangents of the stacked results
     ct_arrays, ct_elems = [], []
     for j in range(k):

@@ -76,7 +76,7 @@ def build(ctx, f: Func, fwd_name: str, bwd_name: str) -> tuple[Func, Func]:
     ctx.supply = NameSupply(all_names(f))
     ctx.fparams = set(f.params)
     ctx.varied = {p for p in f.params if differentiable(p.type)}
-    mark_body(f.body, ctx.varied)
+    mark_body(f.body, ctx.varied, ctx.deps)
     F = Builder(ctx.supply)
     tin = Tape.params(plan, F)
     tape = tin.copy()
