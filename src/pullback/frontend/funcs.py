@@ -505,7 +505,7 @@ def _walk_fun(v, found, seen):
         names, f = _names_in(v.node), v.frame
         while f is not None:
             for d in (f.vars, f.closure):  # closure: also the frames `_subst_frame` made
-                for n in names & set(d):
+                for n in [k for k in d if k in names]:   # the frame's order: a set's would vary by hash seed
                     _walk_fun(d[n], found, seen)
             f = f.parent
         return True
