@@ -52,7 +52,7 @@ from . import pysource as ps
 from .libcalls import LIBCALLS
 from .libcalls.vecmath import OPS as _VM_OPS
 from .numba_loop_helpers import LoopHelpers
-from .numba_stores import StoreHelpers, pop_copies
+from .numba_stores import StoreHelpers, fitting_pushes, pop_copies
 
 _DECO = '@njit(cache=True, error_model="numpy")'
 # store operations run once per saved value: inlined into the caller at numba IR level
@@ -143,6 +143,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         self.scratch_copies: set = set()      # ids of slice copies made into scratch arrays (`fusion_plan`)
         self.scratch_fills: set = set()       # ids of small fills made into scratch arrays (`fusion_plan`)
         self.pop_copies: set = set()          # ids of pops that copy their slot (`fusion_plan`)
+        self.fitting: set = set()             # ids of pushes that never grow their buffer (`fusion_plan`)
         self.slots: dict = {}                 # concatenations written into a later one (`numba_slots`)
         self.placed: dict = {}                # concatenation result -> its pieces written in place
         self._uses: tuple = (None, None)      # (function, its use counts), for `numba_slots.plan`
@@ -268,7 +269,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
             k = self.store_type(args[0].type.elem)
             s, v = fe.a(args[0]), fe.a(args[1])
             if self.inline_stores(k):
-                self.emit_push(fe, depth, fe.bind(st.pat[0]), s, v, k)
+                self.emit_push(fe, depth, fe.bind(st.pat[0]), s, v, k, grow=id(st) not in self.fitting)
             else:
                 fe.line(depth, f"{fe.bind(st.pat[0])} = _st_push{k}({s}, {v})")
             self.meter_line(fe, depth, args[0].type.elem.nbytes)
@@ -337,6 +338,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
                 self._uses = (fe.f, use_counts(fe.f.body))
                 self.slots, self.placed = {}, {}
             self.slots.update(numba_slots.plan(body, self._uses[1]))
+            self.fitting |= fitting_pushes(body, self._uses[1])   # note [numba-stores], "Pushes that fit"
         if repeated and fe is not None:
             self.scratch_copies |= numba_scratch.copies(body, fe.own, self.push_copies)
             self.scratch_fills |= numba_scratch.fills(body, fe.own, self.push_copies)

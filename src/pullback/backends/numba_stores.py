@@ -17,12 +17,16 @@ own, push_copies)` gives the ids of the `store_pop` statements of `body` whose
 value (or a view of it) may be read after a later push to the same store could
 have overwritten the slot; those pops copy the slot instead (note
 [numba-stores] "Popped views").
+
+`fitting_pushes(body, uses)` gives the ids of the pushes of `body`'s loops that
+can never find their buffer full; `emit_push(..., grow=False)` prints those
+without the growth check (note [numba-stores], "Pushes that fit").
 """
 from __future__ import annotations
 
 from ..errors import PullbackError
-from ..ir.core import Apply, If, Loop, Prim, Var
-from ..ir.traverse import free_vars
+from ..ir.core import Apply, Const, ForForm, If, Loop, Prim, Var
+from ..ir.traverse import free_vars, use_counts
 from ..ir.types import StoreType, TensorType
 from . import pysource as ps
 
@@ -140,19 +144,23 @@ class StoreHelpers:
             size *= d
         return size
 
-    def emit_push(self, fe, depth: int, out: str, s: str, v: str, k: int) -> None:
+    def emit_push(self, fe, depth: int, out: str, s: str, v: str, k: int, grow: bool = True) -> None:
         """`out = _st_push{k}(s, v)`, as statements: grows the buffer when full
         through `_st_grow_<dtype>` (not inlined; one numba function per dtype, on
-        the flat buffers), then copies `v` into its slot."""
+        the flat buffers), then copies `v` into its slot. Without `grow` (a push
+        that `fitting_pushes` proved never finds the buffer full) there is no
+        check."""
         dims, dt, shape = self.buffer_stores[k]
-        size = self._size(k)
-        g = dt.replace("np.", "_st_grow_")
-        self.helper(g, (f"{self.deco}\ndef {g}(old, used, size):\n    new = np.empty(size, dtype={dt})\n"
-                        f"    for q in range(used):\n        new[q] = old[q]\n    return new"))
         b, n = fe.fresh("st_buf"), fe.fresh("st_n")
         fe.line(depth, f"{b}, {n} = {s}")
-        fe.line(depth, f"if {n} == {b}.shape[0]:")   # full: twice the slots, through a helper shared by all
-        fe.line(depth + 1, f"{b} = {g}({b}.reshape(-1), {n} * {size}, (2 * {n} + 4) * {size}).reshape((2 * {n} + 4{dims}))")
+        if grow:
+            size = self._size(k)
+            g = dt.replace("np.", "_st_grow_")
+            self.helper(g, (f"{self.deco}\ndef {g}(old, used, size):\n    new = np.empty(size, dtype={dt})\n"
+                            f"    for q in range(used):\n        new[q] = old[q]\n    return new"))
+            fe.line(depth, f"if {n} == {b}.shape[0]:")   # full: twice the slots, through a helper shared by all
+            fe.line(depth + 1, f"{b} = {g}({b}.reshape(-1), {n} * {size}, (2 * {n} + 4) * {size})"
+                               f".reshape((2 * {n} + 4{dims}))")
         ix = []
         for a, d in enumerate(shape):
             j = fe.fresh(f"st_a{a}")
@@ -171,6 +179,34 @@ class StoreHelpers:
 
 
 _READ_ONLY = frozenset({"store_pop", "store_copy", "store_zeros_like"})   # never write a store's buffer
+
+
+def fitting_pushes(body, uses) -> set:
+    """The ids of the `store_push` statements of the loops of `body` that never
+    find their buffer full, so need no growth check (note [numba-stores], "Pushes
+    that fit"): in a `for` loop of static trip count N, the one push of each
+    iteration (a statement of the loop body itself, its store parameter read only
+    there and its result only carried to the next iteration) into a store made
+    empty just before the loop with room for at least N values (`store_new`
+    with `cap`, read by nothing else: `uses`, the function's use counts)."""
+    defs = {v: st.exp for st in body.stmts for v in st.pat}
+    out = set()
+    for st in body.stmts:
+        e = st.exp
+        if not (isinstance(e, Loop) and isinstance(e.form, ForForm) and isinstance(e.form.bound, Const)):
+            continue
+        n = int(e.form.bound.value)
+        inner = use_counts(e.body)
+        tops = {v: s for s in e.body.stmts for v in s.pat}
+        for p, a, r in zip(e.params, e.init, e.body.result):
+            d = defs.get(a) if isinstance(a, Var) else None
+            push = tops.get(r) if isinstance(r, Var) else None
+            if (isinstance(d, Prim) and d.op == "store_new" and d.p.get("cap") is not None and int(d.p["cap"]) >= n
+                    and uses.get(a, 0) == 1 and push is not None and isinstance(push.exp, Prim)
+                    and push.exp.op == "store_push" and push.exp.args[0] == p
+                    and inner.get(p, 0) == 1 and inner.get(r, 0) == 1):
+                out.add(id(push))
+    return out
 
 
 def pop_copies(body, own, push_copies) -> set:
