@@ -1,8 +1,8 @@
 """The staged program does not depend on Python's hash seed. A closure's captured
 values were collected in the order of a set of names, which varies between
-processes; they become the parameters of the staged function, so the generated
-module, its cache name and numba's compiled code differed from one process to the
-next (GradBench's ht Jacobian compiled again in every new process)."""
+processes; they become the parameters of the staged function, so the staged
+program (and, where that function stays a call, the generated module and its
+cache name) differed from one process to the next (note [closures])."""
 import os
 import subprocess
 import sys
