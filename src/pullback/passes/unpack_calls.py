@@ -107,14 +107,8 @@ def _packed(a, defs: dict) -> bool:
 def _unpacked(f: Func, plan, names: NameSupply) -> Func:
     """`f` with the planned parameters and results as elements."""
     pflags, rflags = plan
-    params, head = [], []
-    for p, flag in zip(f.params, pflags):
-        if not flag:
-            params.append(p)
-            continue
-        es = [Var(names.fresh(f"{p.name}_{k}"), TensorType(p.type.dtype, ())) for k in range(p.type.size)]
-        params += es
-        pack_elements(p, es, names, head, into=p, loc=f.loc)
+    head: list = []
+    params = _scalar_vars(f.params, pflags, names, head, f.loc, "")
     stmts, result, rets = list(f.body.stmts), [], []
     for a, t, flag in zip(f.body.result, f.ret_types, rflags):
         if not flag:
@@ -125,6 +119,20 @@ def _unpacked(f: Func, plan, names: NameSupply) -> Func:
             rets += [TensorType(t.dtype, ())] * t.size
     return dataclasses.replace(f, params=tuple(params), ret_types=tuple(rets),
                                body=Body(tuple(head + stmts), tuple(result)))
+
+
+def _scalar_vars(vs, flags, names: NameSupply, out: list, loc, suffix: str) -> list:
+    """`vs` with each flagged array variable replaced by one scalar variable per
+    element; appends to `out` the statements that pack those into the array."""
+    new = []
+    for v, flag in zip(vs, flags):
+        if not flag:
+            new.append(v)
+            continue
+        es = [Var(names.fresh(f"{v.name}{suffix}"), TensorType(v.type.dtype, ())) for _ in range(v.type.size)]
+        new += es
+        pack_elements(v, es, names, out, into=v, loc=loc)
+    return new
 
 
 def _elements(a, names: NameSupply, out: list) -> list:
@@ -146,14 +154,8 @@ def _calls(body: Body, plans: dict, names: NameSupply) -> Body:
             args = []
             for a, flag in zip(e.args, pflags):
                 args += _elements(a, names, stmts) if flag else [a]
-            pat, packs = [], []
-            for v, flag in zip(st.pat, rflags):
-                if not flag:
-                    pat.append(v)
-                    continue
-                es = [Var(names.fresh(f"{v.name}_e"), TensorType(v.type.dtype, ())) for _ in range(v.type.size)]
-                pat += es
-                pack_elements(v, es, names, packs, into=v, loc=st.loc)
+            packs: list = []
+            pat = _scalar_vars(st.pat, rflags, names, packs, st.loc, "_e")
             stmts.append(Let(tuple(pat), Apply(e.func, tuple(args)), st.loc))
             stmts += packs
             changed = True
