@@ -163,3 +163,28 @@ def test_forward_mode_keeps_the_zero_tangents_of_calls(backend):
     prog = pb.jit(pb.jacfwd(ascend), backend="interp").staged(X, S).prog
     (st,) = loops(prog)
     assert not [p.name for p in st.exp.params if p.name.startswith("y") and "tan" in p.name]
+
+
+def ascend_n(x, start, n):
+    y = start
+    i = 0
+    while i < n and y[0] > -100.0:
+        g = pb.grad(lambda y: f(x, y))(y)
+        y = y + 0.01 * g
+        i += 1
+    return f(x, y)
+
+
+def _work(jitted, *args):
+    from pullback.backends import interp
+
+    ops = interp.OpCount()
+    interp.run(jitted.staged(*args).prog, *args, ops=ops)
+    return ops.work
+
+
+def test_the_gradient_costs_a_constant_times_the_primal():
+    # cheap gradients, at two trip counts: the descent runs forward once, nothing is reversed
+    ratio = {n: _work(pb.jit(pb.grad(ascend_n)), X, S, n) / _work(pb.jit(ascend_n), X, S, n) for n in (10, 40)}
+    assert max(ratio.values()) < 1.6, ratio
+    assert abs(ratio[40] - ratio[10]) < 0.2, ratio
