@@ -273,3 +273,15 @@ def test_internal_python_error_is_wrapped():
 
     err = expect(StagingError, f, (1.0,), "# here")
     assert "KeyError" in str(err)
+
+
+def _list_arith(v):
+    return np.sum(v * v)
+
+
+def test_list_argument_in_array_arithmetic():
+    """A Python list argument is a pytree of scalars, not an array: the error says
+    to pass an array (GradBench's saddle called with [1.0, 1.0] failed with only
+    Python's TypeError)."""
+    err = expect(StagingError, _list_arith, ([1.0, 2.0],), "np.sum(v * v)")
+    assert "np.asarray" in err.hint

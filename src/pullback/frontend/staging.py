@@ -169,8 +169,12 @@ class Interp(Assignments):
         except Exception as e:  # an error in the user's Python-level code, or an internal one
             if os.environ.get("PULLBACK_DEBUG"):
                 raise
-            err = StagingError(f"{type(e).__name__}: {e}", loc=loc,
-                               hint="this statement failed while staging (set PULLBACK_DEBUG=1 for the internal traceback)")
+            hint = "this statement failed while staging (set PULLBACK_DEBUG=1 for the internal traceback)"
+            if isinstance(e, TypeError) and ("'list'" in str(e) or "'tuple'" in str(e) or "sequence" in str(e)):
+                # a list argument stays a container of separate values (a pytree), as in JAX
+                hint = ("a Python list or tuple stays a container of separate values in staged code, not an "
+                        "array: pass np.asarray(...) (or build the array with np.array(...)) for array arithmetic")
+            err = StagingError(f"{type(e).__name__}: {e}", loc=loc, hint=hint)
             err.__cause__ = None
             raise err from None
         finally:
