@@ -11,8 +11,10 @@ Jacobian of:
   and `.ht`), exactly what the server times;
 - jax (if installed, float64): ba by `vmap(jacfwd(one observation))`, ht by
   `jacfwd` of the vectorised objective (us columns by two more batched jvps);
-- numba-hand (ba only): a hand-derived Jacobian in a Numba loop over
-  observations, standing in for GradBench's manual C++;
+- numba-hand: hand-derived derivatives in Numba loops (no AD), standing in
+  for GradBench's manual C++: ba one observation at a time, ht (`numba_ht`)
+  by the derivatives of the bone transforms down the kinematic chain, then
+  skinning the points;
 - pb-loop (ba only): the straightforward user code issue 13 measured, a
   per-observation `pb.jacobian` in a Python loop, timed on the first 500
   observations and scaled to p.
@@ -333,6 +335,227 @@ def ht_input(nverts, ntris, npts, complicated, seed=0):
             "data": {"model": model, "correspondences": corr.tolist(), "points": rng.normal(size=(npts, 3)).tolist()}}
 
 
+def numba_ht(parents):
+    """Hand-derived ht, objective and Jacobian: ADBench's manual hand_d.cpp restructured.
+
+    The bone transforms are computed once; then, for each pose parameter, the derivative of every
+    bone's transform it moves (its own bone and the bones below it, or all of them for the global
+    rotation), with the global rotation and mirror folded in: out = sum_b w_b M_b q + t with
+    M_b = G diag(mirror) T_b[:3]. Each point then sums w_b dM_b q over its corners' nonzero
+    weights. Each returned function takes (theta, us, model, points); us is None (simple) or
+    (npts, 2) (complicated: two leading Jacobian columns d r / d u0, d r / d u1)."""
+    import numba
+    nt = 26
+    par = np.asarray(parents, dtype=np.int64)
+
+    @numba.njit(cache=False)
+    def mm(A, B, out):
+        for i in range(A.shape[0]):
+            for j in range(B.shape[1]):
+                s = 0.0
+                for k in range(A.shape[1]):
+                    s += A[i, k] * B[k, j]
+                out[i, j] = s
+
+    @numba.njit(cache=False)
+    def forward(theta, pidx, brel, iabs, mirror, par):
+        """pose (bones + 3, 3), R (bones, 3, 3) Euler rotations, rel, A (absolutes), T[:, :3]
+        (transforms), G (global rotation, columns scaled by scale * mirror), dG[j] = dG / d r_j,
+        and M[b] = G T[b, :3]."""
+        nb = brel.shape[0]
+        pose = np.empty((nb + 3, 3))
+        for r in range(nb + 3):
+            for a in range(3):
+                k = pidx[r, a]
+                pose[r, a] = theta[k] if k < nt else (0.0 if k == nt else 1.0)
+        # global rotation: Rodrigues R = c I + s [k]x + (1 - c) k k^T and its derivatives in r
+        G, dG = np.eye(3), np.zeros((3, 3, 3))
+        r = pose[0]
+        sq = r[0] * r[0] + r[1] * r[1] + r[2] * r[2]
+        if sq >= 1e-8:                       # else the identity, derivative 0, as the module
+            th = np.sqrt(sq)
+            c, s = np.cos(th), np.sin(th)
+            kv = r / th
+            for x in range(3):
+                for y in range(3):
+                    G[x, y] = (1.0 - c) * kv[x] * kv[y] + (c if x == y else 0.0)
+            G[0, 1] -= s * kv[2]
+            G[0, 2] += s * kv[1]
+            G[1, 0] += s * kv[2]
+            G[1, 2] -= s * kv[0]
+            G[2, 0] -= s * kv[1]
+            G[2, 1] += s * kv[0]
+            for j in range(3):               # d th = k_j, d k = (e_j - k k_j) / th
+                dk = -kv * kv[j] / th
+                dk[j] += 1.0 / th
+                dc, ds = -s * kv[j], c * kv[j]
+                D = dG[j]
+                for x in range(3):
+                    for y in range(3):
+                        D[x, y] = (-dc * kv[x] * kv[y] + (1.0 - c) * (dk[x] * kv[y] + kv[x] * dk[y])
+                                   + (dc if x == y else 0.0))
+                D[0, 1] -= ds * kv[2] + s * dk[2]
+                D[0, 2] += ds * kv[1] + s * dk[1]
+                D[1, 0] += ds * kv[2] + s * dk[2]
+                D[1, 2] -= ds * kv[0] + s * dk[0]
+                D[2, 0] -= ds * kv[1] + s * dk[1]
+                D[2, 1] += ds * kv[0] + s * dk[0]
+        for y in range(3):                   # columns times scale and mirror
+            f = pose[1, y] * mirror[y]
+            for x in range(3):
+                G[x, y] *= f
+                for j in range(3):
+                    dG[j, x, y] *= f
+        R = np.empty((nb, 3, 3))
+        rel, A = np.empty((nb, 4, 4)), np.empty((nb, 4, 4))
+        T, M = np.empty((nb, 3, 4)), np.empty((nb, 3, 4))
+        for b in range(nb):
+            # R = Rz(a1) Ry(a2) Rx(a0), ADBench's xzy order
+            cx, sx = np.cos(pose[3 + b, 0]), np.sin(pose[3 + b, 0])
+            cz, sz = np.cos(pose[3 + b, 1]), np.sin(pose[3 + b, 1])
+            cy, sy = np.cos(pose[3 + b, 2]), np.sin(pose[3 + b, 2])
+            Rb = R[b]
+            Rb[0, 0], Rb[0, 1], Rb[0, 2] = cz * cy, -sz * cx + cz * sy * sx, sz * sx + cz * sy * cx
+            Rb[1, 0], Rb[1, 1], Rb[1, 2] = sz * cy, cz * cx + sz * sy * sx, -cz * sx + sz * sy * cx
+            Rb[2, 0], Rb[2, 1], Rb[2, 2] = -sy, cy * sx, cy * cx
+            rel[b, :, 3] = brel[b, :, 3]
+            mm(brel[b, :, :3], Rb, rel[b, :, :3])
+            if par[b] < 0:
+                A[b] = rel[b]
+            else:
+                mm(A[par[b]], rel[b], A[b])
+            mm(A[b, :3], iabs[b], T[b])
+            mm(G, T[b], M[b])
+        return pose, R, rel, A, T, G, dG, M
+
+    @numba.njit(cache=False)
+    def derivs(pidx, brel, iabs, par, pose, R, rel, A, T, G, dG):
+        """dM[b, j] = d M[b] / d theta_j, and plist[b, :pc[b]] the j with dM[b, j] != 0."""
+        nb = brel.shape[0]
+        dM = np.zeros((nb, nt, 3, 4))
+        plist, pc = np.empty((nb, nt), dtype=np.int64), np.zeros(nb, dtype=np.int64)
+        for a in range(3):                   # global rotation: every bone
+            j = pidx[0, a]
+            for b in range(nb):
+                mm(dG[a], T[b], dM[b, j])
+                plist[b, pc[b]] = j
+                pc[b] += 1
+        dA = np.empty((nb, 4, 4))
+        drel, dR, dT = np.zeros((4, 4)), np.empty((3, 3)), np.empty((3, 4))
+        hit = np.zeros(nb, dtype=np.bool_)
+        w = np.empty(3)
+        for b in range(nb):
+            Rb = R[b]
+            for a in range(3):
+                j = pidx[3 + b, a]
+                if j >= nt:
+                    continue
+                # d R / d angle = [w]x R, w the angle's axis in the bone's parent frame:
+                # x: R e_x (Rx is applied first), z: e_z (Rz last), y: Rz e_y
+                if a == 0:
+                    w[0], w[1], w[2] = Rb[0, 0], Rb[1, 0], Rb[2, 0]
+                elif a == 1:
+                    w[0], w[1], w[2] = 0.0, 0.0, 1.0
+                else:
+                    w[0], w[1], w[2] = -np.sin(pose[3 + b, 1]), np.cos(pose[3 + b, 1]), 0.0
+                for k in range(3):
+                    dR[0, k] = w[1] * Rb[2, k] - w[2] * Rb[1, k]
+                    dR[1, k] = w[2] * Rb[0, k] - w[0] * Rb[2, k]
+                    dR[2, k] = w[0] * Rb[1, k] - w[1] * Rb[0, k]
+                mm(brel[b, :, :3], dR, drel[:, :3])      # drel[:, 3] = 0
+                if par[b] < 0:
+                    dA[b] = drel
+                else:
+                    mm(A[par[b]], drel, dA[b])
+                hit[:] = False
+                for c in range(b, nb):       # down the chain: dA[c] = dA[parent] rel[c]
+                    if c > b:
+                        if par[c] < 0 or not hit[par[c]]:
+                            continue
+                        mm(dA[par[c]], rel[c], dA[c])
+                    hit[c] = True
+                    mm(dA[c, :3], iabs[c], dT)
+                    mm(G, dT, dM[c, j])
+                    plist[c, pc[c]] = j
+                    pc[c] += 1
+        return dM, plist, pc
+
+    @numba.njit(cache=False)
+    def objective(theta, us, pidx, brel, iabs, pos, wts, mirror, points, par):
+        pose, R, rel, A, T, G, dG, M = forward(theta, pidx, brel, iabs, mirror, par)
+        npts, nb = points.shape[0], brel.shape[0]
+        nc = 3 if us.shape[0] > 0 else 1
+        r = np.empty(3 * npts)
+        for i in range(npts):
+            o0, o1, o2 = pose[2, 0], pose[2, 1], pose[2, 2]
+            for k in range(nc):
+                f = 1.0 if nc == 1 else (us[i, k] if k < 2 else 1.0 - us[i, 0] - us[i, 1])
+                q = pos[nc * i + k]
+                for b in range(nb):
+                    wb = wts[nc * i + k, b]
+                    if wb == 0.0:
+                        continue
+                    wb *= f
+                    Mb = M[b]
+                    o0 += wb * (Mb[0, 0] * q[0] + Mb[0, 1] * q[1] + Mb[0, 2] * q[2] + Mb[0, 3] * q[3])
+                    o1 += wb * (Mb[1, 0] * q[0] + Mb[1, 1] * q[1] + Mb[1, 2] * q[2] + Mb[1, 3] * q[3])
+                    o2 += wb * (Mb[2, 0] * q[0] + Mb[2, 1] * q[1] + Mb[2, 2] * q[2] + Mb[2, 3] * q[3])
+            r[3 * i], r[3 * i + 1], r[3 * i + 2] = points[i, 0] - o0, points[i, 1] - o1, points[i, 2] - o2
+        return r
+
+    @numba.njit(cache=False)
+    def jacobian(theta, us, pidx, brel, iabs, pos, wts, mirror, points, par):
+        pose, R, rel, A, T, G, dG, M = forward(theta, pidx, brel, iabs, mirror, par)
+        dM, plist, pc = derivs(pidx, brel, iabs, par, pose, R, rel, A, T, G, dG)
+        npts, nb = points.shape[0], brel.shape[0]
+        nc = 3 if us.shape[0] > 0 else 1
+        off = 2 if nc == 3 else 0
+        J = np.zeros((3 * npts, off + nt))
+        v = np.empty(3)
+        for i in range(npts):
+            Ji = J[3 * i:3 * i + 3]
+            for k in range(nc):
+                f = 1.0 if nc == 1 else (us[i, k] if k < 2 else 1.0 - us[i, 0] - us[i, 1])
+                q0, q1, q2, q3 = pos[nc * i + k, 0], pos[nc * i + k, 1], pos[nc * i + k, 2], pos[nc * i + k, 3]
+                v[:] = 0.0                   # the corner, less the translation
+                for b in range(nb):
+                    wb = wts[nc * i + k, b]
+                    if wb == 0.0:
+                        continue
+                    for x in range(3):
+                        v[x] += wb * (M[b, x, 0] * q0 + M[b, x, 1] * q1 + M[b, x, 2] * q2 + M[b, x, 3] * q3)
+                    s = -f * wb
+                    p0, p1, p2, p3 = s * q0, s * q1, s * q2, s * q3
+                    for m in range(pc[b]):
+                        j = plist[b, m]
+                        D = dM[b, j]
+                        e0 = D[0, 0] * p0 + D[0, 1] * p1 + D[0, 2] * p2 + D[0, 3] * p3
+                        e1 = D[1, 0] * p0 + D[1, 1] * p1 + D[1, 2] * p2 + D[1, 3] * p3
+                        e2 = D[2, 0] * p0 + D[2, 1] * p1 + D[2, 2] * p2 + D[2, 3] * p3
+                        Ji[0, off + j] += e0
+                        Ji[1, off + j] += e1
+                        Ji[2, off + j] += e2
+                if nc == 3:                  # d r / d u0 = v2 - v0, d r / d u1 = v2 - v1
+                    for x in range(3):
+                        if k < 2:
+                            Ji[x, k] -= v[x]
+                        else:
+                            Ji[x, 0] += v[x]
+                            Ji[x, 1] += v[x]
+            for x in range(3):
+                Ji[x, off + pidx[2, x]] = -1.0
+        return J
+
+    none = np.empty((0, 2))
+
+    def call(f):
+        def run(theta, us, model, points):
+            pidx, brel, iabs, pos, wts, mirror = model
+            return f(theta, none if us is None else us, pidx, brel, iabs, pos, wts, mirror, points, par)
+        return run
+    return call(objective), call(jacobian)
+
+
 def jax_ht(parents):
     import jax
     import jax.numpy as jnp
@@ -401,6 +624,13 @@ def bench_ht(npts, complicated, runs, tools):
     _, f0, ot, omin = timed(lambda: ht.FUNCTIONS["objective"](*args), runs)
     ref, f1, jt, jmin = timed(lambda: ht.FUNCTIONS["jacobian"](*args), runs)
     rows.append(("pullback", ot, jt, f0, f1, omin, jmin))
+    if "numba" in tools:
+        o, j = numba_ht(parents)
+        hargs = (theta, us, model, points)
+        _, f0, ot, omin = timed(lambda: o(*hargs), runs)
+        J, f1, jt, jmin = timed(lambda: j(*hargs), runs)
+        np.testing.assert_allclose(J, ref, rtol=1e-9, atol=1e-12 * np.abs(ref).max())
+        rows.append(("numba-hand", ot, jt, f0, f1, omin, jmin))
     if "jax" in tools:
         try:
             fs = jax_ht(parents)
