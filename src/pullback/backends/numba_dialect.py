@@ -52,7 +52,7 @@ from . import pysource as ps
 from .libcalls import LIBCALLS
 from .libcalls.vecmath import OPS as _VM_OPS
 from .numba_loop_helpers import LoopHelpers
-from .numba_stores import StoreHelpers, fitting_pushes, pop_copies
+from .numba_stores import _BUFFER_MAX, StoreHelpers, fitting_pushes, pop_copies, sized_large_elems, slot_values
 
 _DECO = '@njit(cache=True, error_model="numpy")'
 # store operations run once per saved value: inlined into the caller at numba IR level
@@ -63,8 +63,6 @@ _ND = ps._NP_DTYPE
 # written into the module: numba will not cache functions that use global arrays over
 # 1 MB, and a long literal makes the module slow to write and import (note [numba-constants])
 _BIG_CONST = 4096
-# stores of values with at most this many elements are array buffers (note [numba-stores])
-_BUFFER_MAX = 4096
 
 
 STACK_PARAM = "_pb_lo"   # the hidden parameter: the lowest safe stack address (numba_stack)
@@ -111,12 +109,13 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
 
     unsigned_indices = True   # computed indices proved in range print unsigned: note [unsigned-indices]
 
-    @staticmethod
-    def push_copies(elem) -> bool:
+    def push_copies(self, elem) -> bool:
         """Does a store of `elem` copy what is pushed (an array buffer)? Small
-        values go to buffers; large arrays are kept by reference in a typed list
-        (note [numba-stores])."""
-        return isinstance(elem, TensorType) and elem.size <= _BUFFER_MAX
+        values go to buffers, and so do large arrays whose stores are all made
+        with their final size (`fixed_elems`); other large arrays are kept by
+        reference in a typed list (note [numba-stores], "Sized stores of large
+        arrays")."""
+        return isinstance(elem, TensorType) and (elem.size <= _BUFFER_MAX or elem in self.fixed_elems)
 
     def __init__(self, boundscheck: bool | None = None, stackcheck: bool = True, metered: bool = False,
                  parallel: bool | None = False):
@@ -130,6 +129,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         self.deco, self.deco_inline = _DECO, _DECO_INLINE
         self.helpers: dict[str, str] = {}     # helper name -> source
         self.store_types: dict = {}           # element type -> index k of _ST{k}
+        self.fixed_elems: set = set()         # large element types stored in buffers (`prepare`)
         self.buffer_stores: dict = {}         # k -> (dims text, dtype text, shape) of a buffer store
         self.big: dict = {}                   # large Const -> its hidden parameter's name
         self.big_values: list = []            # their arrays, in parameter order
@@ -144,6 +144,8 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         self.scratch_fills: set = set()       # ids of small fills made into scratch arrays (`fusion_plan`)
         self.pop_copies: set = set()          # ids of pops that copy their slot (`fusion_plan`)
         self.fitting: set = set()             # ids of pushes that never grow their buffer (`fusion_plan`)
+        self.slot_cands: dict = {}            # value -> its store: may be computed in its slot (`fusion_plan`)
+        self.in_slot: set = set()             # the values printed into their slot (`slot_text`)
         self.slots: dict = {}                 # concatenations written into a later one (`numba_slots`)
         self.placed: dict = {}                # concatenation result -> its pieces written in place
         self._uses: tuple = (None, None)      # (function, its use counts), for `numba_slots.plan`
@@ -167,6 +169,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
                 visit(exp_atoms(st.exp))
                 for _, b in exp_scopes(st.exp):
                     visit(b.result)
+        self.fixed_elems = sized_large_elems(prog)   # note [numba-stores]
         cycles = cycle_edges(prog)
         if any(f != g for f, g in cycles):
             # numba cannot link `inline="always"` helpers into mutually recursive
@@ -268,7 +271,9 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         elif op == "store_push":
             k = self.store_type(args[0].type.elem)
             s, v = fe.a(args[0]), fe.a(args[1])
-            if self.inline_stores(k):
+            if args[1] in self.in_slot and self.slot_cands.get(args[1]) == args[0]:
+                fe.line(depth, f"{fe.bind(st.pat[0])} = ({s}[0], {s}[1] + 1)")   # computed in its slot
+            elif self.inline_stores(k):
                 self.emit_push(fe, depth, fe.bind(st.pat[0]), s, v, k, grow=id(st) not in self.fitting)
             else:
                 fe.line(depth, f"{fe.bind(st.pat[0])} = _st_push{k}({s}, {v})")
@@ -337,12 +342,27 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
             if self._uses[0] is not fe.f:   # a new function: its own plan (names repeat across functions)
                 self._uses = (fe.f, use_counts(fe.f.body))
                 self.slots, self.placed = {}, {}
+                self.slot_cands, self.in_slot = {}, set()
             self.slots.update(numba_slots.plan(body, self._uses[1]))
+            # (a loop's fitting pushes are found with the body around it, planned first)
             self.fitting |= fitting_pushes(body, self._uses[1])   # note [numba-stores], "Pushes that fit"
+            self.slot_cands.update((v, s) for v, s in slot_values(body, self.fitting, fe.own).items()
+                                   if self.inline_stores(self.store_type(s.type.elem)))
         if repeated and fe is not None:
             self.scratch_copies |= numba_scratch.copies(body, fe.own, self.push_copies)
             self.scratch_fills |= numba_scratch.fills(body, fe.own, self.push_copies)
         return fusion.plan(body, repeated)
+
+    def slot_text(self, fe, v):
+        """The text of the slot that value `v` is computed in (a view of its
+        store's buffer at the count, which the push then takes without a copy:
+        note [numba-stores], "Values computed in their slot"), or None."""
+        s = self.slot_cands.get(v)
+        if s is None:
+            return None
+        self.in_slot.add(v)
+        t = fe.a(s)
+        return f"{t}[0][{t}[1]]"
 
     def emit_group(self, fe, g, depth) -> None:
         fusion.emit(fe, self, g, depth)

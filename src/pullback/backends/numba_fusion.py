@@ -346,7 +346,11 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
                 renames.append((outs[v], fe.fresh(f"{v.name}_new")))
                 outs[v] = renames[-1][1]
             alloc = "zeros" if gate else "empty"  # a gate skips zeros: the array holds them already
-            if v in local and not (renames and renames[-1][1] == outs[v]):
+            renamed = bool(renames) and renames[-1][1] == outs[v]
+            slot = None if gate or renamed else dialect.slot_text(fe, v)
+            if slot is not None:   # saved by the push that follows: written in its slot (numba_stores)
+                fe.line(depth, f"{outs[v]} = {slot}")
+            elif v in local and not renamed:
                 # every element is written below, before any is read
                 fe.line(depth, f"{outs[v]} = {numba_scratch.scratch(fe, g.shape, v.type.dtype)}")
             else:

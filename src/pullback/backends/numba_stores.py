@@ -21,16 +21,25 @@ have overwritten the slot; those pops copy the slot instead (note
 `fitting_pushes(body, uses)` gives the ids of the pushes of `body`'s loops that
 can never find their buffer full; `emit_push(..., grow=False)` prints those
 without the growth check (note [numba-stores], "Pushes that fit").
+`slot_values(body, fitting, own)` gives the values such pushes save that can be
+computed in the slot they are pushed to (`slot_text`; the push then copies
+nothing: note [numba-stores], "Values computed in their slot").
+
+`sized_large_elems(prog)` gives the large array types stored only in stores made
+with their final size; those stores are buffers too (note [numba-stores],
+"Sized stores of large arrays").
 """
 from __future__ import annotations
 
 from ..errors import PullbackError
 from ..ir.core import Apply, Const, ForForm, If, Loop, Prim, Var
-from ..ir.traverse import free_vars, use_counts
+from ..ir.traverse import free_vars, iter_bodies, use_counts
 from ..ir.types import StoreType, TensorType
 from . import pysource as ps
 
 _NBT = {"f64": "float64", "f32": "float32", "i64": "int64", "bool": "boolean"}
+# stores of values with at most this many elements are array buffers (note [numba-stores])
+_BUFFER_MAX = 4096
 _ND = ps._NP_DTYPE
 
 
@@ -178,6 +187,62 @@ class StoreHelpers:
         fe.line(depth, f"{outs[1]} = {b}[{n} - 1]" + (".copy()" if copy else ""))
 
 
+def sized_large_elems(prog) -> set:
+    """The array types of more than `_BUFFER_MAX` elements whose stores are all
+    made with their final size (`store_new` with `cap`: a loop of static trip
+    count saving once per iteration) and whose every push saves a value that can
+    be computed in its slot: a 2-D float matrix product or an elementwise result
+    of the loop body that stays in it (`slot_values`). Their stores are buffers
+    of `cap` slots, as small values' are, instead of typed lists: the same
+    memory, no copy, and numba compiles no list code (note [numba-stores],
+    "Sized stores of large arrays")."""
+    sized, unsized = set(), set()
+    for f in prog.funcs:
+        uses = use_counts(f.body)
+        bodies = list(iter_bodies(f.body))
+        fitting = set().union(*(fitting_pushes(b, uses) for b in bodies))
+        for body in bodies:
+            placed = None
+            for st in body.stmts:
+                e = st.exp
+                if not (isinstance(e, Prim) and e.op in ("store_new", "store_push")):
+                    continue
+                elem = e.p["elem"] if e.op == "store_new" else e.args[0].type.elem
+                if not (isinstance(elem, TensorType) and elem.size > _BUFFER_MAX):
+                    continue
+                if e.op == "store_new":
+                    (sized if e.p.get("cap") is not None else unsized).add(elem)
+                    continue
+                if placed is None:
+                    placed = _slot_forms(body, fitting)
+                if e.args[1] not in placed:
+                    unsized.add(elem)
+    return sized - unsized
+
+
+class _NoUpdates:
+    """An ownership analysis that updates nothing in place: what it says of a
+    pushed value, which the push aliases (`ownership._aliasing_args`)."""
+    inplace: frozenset = frozenset()
+    inplace_add: dict = {}
+
+
+def _slot_forms(body, fitting) -> set:
+    """The values of `slot_values(body, ...)` that the numba dialect prints into
+    their slot: results of elementwise primitives (fused loops) and of 2-D
+    float64 matrix products (`np.dot` with an output)."""
+    from .numba_fusion import _ELEMENTWISE
+
+    defs = {st.pat[0]: st.exp for st in body.stmts if len(st.pat) == 1}
+    out = set()
+    for v in slot_values(body, fitting, _NoUpdates()):
+        e = defs[v]
+        if e.op in _ELEMENTWISE or (e.op == "matmul" and all(
+                a.type.ndim == 2 and a.type.dtype == "f64" for a in e.args) and v.type.dtype == "f64"):
+            out.add(v)
+    return out
+
+
 _READ_ONLY = frozenset({"store_pop", "store_copy", "store_zeros_like"})   # never write a store's buffer
 
 
@@ -207,6 +272,48 @@ def fitting_pushes(body, uses) -> set:
                     and inner.get(p, 0) == 1 and inner.get(r, 0) == 1):
                 out.add(id(push))
     return out
+
+
+def slot_values(body, fitting, own) -> dict:
+    """{value: store}: the values that a fitting push of `body` (ids in
+    `fitting`) saves and that can be computed straight into the slot the push
+    fills, so that the push copies nothing (note [numba-stores], "Values
+    computed in their slot"): defined by a primitive of `body` itself, and
+    neither updated in place, nor shared with an array updated in place or
+    read by anything but a primitive, nor leaving the body (`own`: the
+    function's ownership analysis). The slot is a view of the store's buffer
+    at its count; a fitting push's store is read by nothing else in the body
+    and never grows, so the slot is the one the push fills, and stays put."""
+    stmts = body.stmts
+    where = {v: k for k, st in enumerate(stmts) for v in st.pat}
+    out = {}
+    for st in stmts:
+        if id(st) not in fitting:
+            continue
+        store, value = st.exp.args
+        k = where.get(value) if isinstance(value, Var) else None
+        if (k is not None and isinstance(stmts[k].exp, Prim) and len(stmts[k].pat) == 1
+                and not _changed_after(stmts[k + 1:], body.result, value, st, own)):
+            out[value] = store
+    return out
+
+
+def _changed_after(stmts, result, value, push, own) -> bool:
+    """May `value`'s array be written after its definition (`stmts` follow it),
+    or leave the body, or be read by anything the analysis does not follow?
+    Only `push` may store it."""
+    share = {value}
+    for st in stmts:
+        e = st.exp
+        reads = set(e.args) if isinstance(e, (Prim, Apply)) else free_vars(e)
+        if not reads & share:
+            continue
+        if not isinstance(e, Prim) or (e.op == "store_push" and st is not push):
+            return True
+        if (id(st) in own.inplace and e.args[0] in share) or own.inplace_add.get(id(st)) in share:
+            return True
+        share.update(_sharing(st, share, own))
+    return bool(share & {a for a in result if isinstance(a, Var)})
 
 
 def pop_copies(body, own, push_copies) -> set:

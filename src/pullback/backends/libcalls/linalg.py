@@ -198,6 +198,10 @@ def _matmul_numba(dialect, fe, e, pat):
     dts = (x.type.dtype, y.type.dtype)
     if rx <= 2 and ry <= 2 and _loops((x.type.shape, y.type.shape), dts, want):   # note [small-matmul]
         return f"{_small_mm(dialect, rx, ry, *dts, want)}({fe.a(x)}, {fe.a(y)})"
+    if rx == ry == 2 and want == "f64" and dts == ("f64", "f64"):
+        slot = dialect.slot_text(fe, pat[0]) if hasattr(dialect, "slot_text") else None
+        if slot is not None:   # saved by the push that follows: written in its slot (numba_stores)
+            return f"np.dot({_blas(dialect, fe.a(x))}, {_blas(dialect, fe.a(y))}, {slot})"
     if rx <= 2 and ry <= 2:   # BLAS on C or F operands (transposes are views): note [blas-operands]
         xt, yt = (fe.a(a) if a.type.dtype == want or want not in ("f64", "f32") else f"{fe.a(a)}.astype({_nd(want)})"
                   for a in (x, y))   # numba's `@` takes one float dtype
