@@ -127,7 +127,7 @@ class jit(_Boundary):
             raise _boundary_error(e) from None
         self.fun = fun
         self._cache = {}
-        self._fast = {}   # _fast_key -> (runner, out_tree, out dtypes), for calls without pytrees or static args
+        self._fast = {}   # _fast_key -> (runner, out_tree, out dtypes): flat arguments, simple static ones
         self._warm = {}   # signature -> (runner, out_tree, out dtypes) loaded from the warm cache
         self.__name__ = getattr(fun, "__name__", "jitted")
         self.__doc__ = getattr(fun, "__doc__", None)
@@ -161,14 +161,14 @@ class jit(_Boundary):
     def _call(self, args, kwargs):
         if kwargs:
             args = _positional(self.fun, args, kwargs)
-        fast = None if self.static_argnums else _fast_key(args)
-        hit = self._fast.get(fast) if fast is not None else None
-        if hit is not None:
-            run, out_tree, dts = hit
-            leaves = args
+        static = self._static_for(len(args)) if self.static_argnums else ()
+        fk = _fast_key(args, static)
+        if fk is not None:
+            fast, leaves = fk
+            hit = self._fast.get(fast)
+            run, out_tree, dts = hit if hit is not None else self._resolve(args, static, fast)
         else:
-            static = self._static_for(len(args)) if self.static_argnums else ()
-            run, out_tree, dts = self._resolve(args, static, fast)
+            run, out_tree, dts = self._resolve(args, static, None)
             dyn = tuple(a for i, a in enumerate(args) if i not in static)
             leaves, _ = flatten(dyn)
         return unflatten(out_tree, [_to_output(o, dt) for o, dt in zip(run(*leaves), dts)])

@@ -9,8 +9,9 @@ Contract:
   frontend is already loaded, `_check_parallel(None)` imports nothing).
 - `default_backend()`: ``$PULLBACK_BACKEND`` or `DEFAULT_BACKEND`, one of
   `BACKENDS`.
-- `_fast_key(args)`: a cheap signature key for calls with only arrays and
-  numbers, or None; `_out_dtypes(prog)` and `_to_output(v, dt)`: a backend's
+- `_fast_key(args, static)`: a cheap signature key and the leaves for calls
+  with arrays and numbers, flat tuples or lists of them, and static ints,
+  strings or tuples of them; or None; `_out_dtypes(prog)` and `_to_output(v, dt)`: a backend's
   results converted to the entry's declared result dtypes.
 - `_Boundary` (callables with `_call(args, kwargs)`) and `_api` (functions):
   any exception leaving becomes `_boundary_error(e)`, the located
@@ -45,21 +46,61 @@ def default_backend() -> str:
 _SIMPLE = (float, int, bool)
 
 
-def _fast_key(args):
-    """A cheap signature key when every argument is an array or a number (no
-    pytrees); None otherwise, and the general key is used. uint64 values may not
-    fit in int64, so they always take the checked path."""
-    key = []
-    for a in args:
-        if isinstance(a, (np.ndarray, np.generic)):
-            if a.dtype.kind not in "fib" or type(a) is not np.ndarray and not isinstance(a, np.generic):
-                return None  # uint64, other dtypes and ndarray subclasses take the checked path
-            key.append((a.dtype, a.shape))
-        elif type(a) in _SIMPLE:
-            key.append(type(a))
+def _leaf_key(a):
+    """`_fast_key`'s key of one array or number, or None (anything else)."""
+    if isinstance(a, (np.ndarray, np.generic)):
+        if a.dtype.kind not in "fib" or type(a) is not np.ndarray and not isinstance(a, np.generic):
+            return None  # uint64, other dtypes and ndarray subclasses take the checked path
+        return (a.dtype, a.shape)
+    if type(a) in _SIMPLE:
+        return type(a)
+    return None
+
+
+_STATIC_ATOMS = frozenset((int, bool, str, type(None)))   # no floats: a NaN never equals itself: no hit
+
+
+def _static_key(v):
+    """`_fast_key`'s key of a static argument: an int, bool, str or None, or a
+    tuple of them (exact types, so that (1, 2) and (1.0, 2) or (True,) and (1,)
+    differ as staging would see them); None for anything else."""
+    t = type(v)
+    if t in _STATIC_ATOMS:
+        return ("s", t, v)
+    if t is tuple:
+        types = tuple(map(type, v))
+        if _STATIC_ATOMS.issuperset(types):
+            return ("s", types, v)
+    return None
+
+
+def _fast_key(args, static=()):
+    """(key, leaves) for a call whose arguments are arrays, numbers, tuples or
+    lists of arrays and numbers (one level), and static arguments (positions
+    `static`) that `_static_key` takes; None otherwise, and the general
+    signature key is used. `leaves`: the non-static arguments flattened as
+    `pytree.flatten` does. uint64 values may not fit in int64, so they always
+    take the checked path."""
+    if not static:   # the common case: arrays and numbers only, which are their own leaves
+        key = tuple(map(_leaf_key, args))
+        if None not in key:
+            return key, args
+    key, leaves = [], []
+    for i, a in enumerate(args):
+        if i in static:
+            k = _static_key(a)
+        elif type(a) in (tuple, list):
+            k = (type(a), tuple(map(_leaf_key, a)))
+            if None in k[1]:
+                return None
+            leaves.extend(a)
         else:
+            k = _leaf_key(a)
+            leaves.append(a)
+        if k is None:
             return None
-    return tuple(key)
+        key.append(k)
+    return tuple(key), leaves
 
 
 def _out_dtypes(prog):

@@ -436,13 +436,22 @@ def from_spec(spec: Spec):
         disp = entry.__wrapped__ = new
         seen.add(key)
 
-    def entry(*args):
-        if len(args) != nparams:
-            raise PullbackError(f"{spec.name} takes {nparams} arguments, got {len(args)}")
-        args = [_coerce(a, dt) for a, dt in zip(args, np_types)]
-        args = [a.copy() if isinstance(a, np.ndarray) and not a.flags.writeable else a for a in args]
-        key = tuple((a.ndim, a.flags.c_contiguous, a.flags.f_contiguous) if isinstance(a, np.ndarray) else type(a)
-                    for a in args)
+    def entry(*given):
+        if len(given) != nparams:
+            raise PullbackError(f"{spec.name} takes {nparams} arguments, got {len(given)}")
+        args, key = [], []   # the leaves as the parameters' dtypes (read-only arrays copied), their layouts
+        for a, dt in zip(given, np_types):
+            a = _coerce(a, dt)
+            if isinstance(a, np.ndarray):
+                flags = a.flags
+                if not flags.writeable:
+                    a = a.copy()
+                    flags = a.flags
+                key.append((a.ndim, flags.c_contiguous, flags.f_contiguous))
+            else:
+                key.append(type(a))
+            args.append(a)
+        key = tuple(key)
         if key not in seen:
             sig = tuple(numba.typeof(a) for a in [*args, *consts.trailing()])
             with _LOCK:

@@ -1,0 +1,78 @@
+"""A warm call of a jitted function finds its compiled code by a cheap key
+(`boundary._fast_key`): arrays and numbers, flat tuples or lists of them, and
+static ints, strings and tuples of them. Anything else takes the general
+signature key. The key must tell apart whatever staging tells apart."""
+import numpy as np
+import pytest
+
+import pullback as pb
+from pullback import frontend
+from pullback.boundary import _fast_key
+
+
+def chain(x, model, parents):
+    a, b = model
+    s = 0.0
+    for p in parents:            # a Python loop over the static tuple
+        s = s + a[p] * b[p]
+    return s * x
+
+
+def typed(x, s):
+    return x * 2.0 if type(s[0]) is float else (x * 3.0 if type(s[0]) is bool else x)
+
+
+A, B = np.arange(4.0), np.arange(4.0) + 1.0
+
+
+@pytest.mark.parametrize("backend", ["interp", "numba"])
+def test_static_tuple_and_pytree_give_the_right_program(backend):
+    f = pb.jit(chain, backend=backend, static_argnums=(2,))
+    for parents in [(0, 1), (0, 2), (0, 1), (3,), (0, 2)]:
+        want = sum(A[p] * B[p] for p in parents) * 2.0
+        assert f(2.0, (A, B), parents) == pytest.approx(want)
+    # a new shape inside the pytree stages again
+    assert f(1.0, (A[:3], B[:3]), (2,)) == pytest.approx(A[2] * B[2])
+    # a list of arrays is another tree than a tuple of them; both work
+    assert f(1.0, [A, B], (1,)) == pytest.approx(A[1] * B[1])
+
+
+def test_static_values_equal_but_of_other_types_are_other_programs():
+    f = pb.jit(typed, backend="interp", static_argnums=(1,))
+    assert f(1.0, (1,)) == 1.0
+    assert f(1.0, (1.0,)) == 2.0     # (1.0,) == (1,), but staging sees a float
+    assert f(1.0, (True,)) == 3.0    # and a bool
+    assert f(1.0, (1,)) == 1.0
+
+
+def test_fast_keys():
+    x = np.ones(3)
+    assert _fast_key((x, 1.0)) == (((x.dtype, (3,)), float), (x, 1.0))
+    key, leaves = _fast_key((x, (x, 2), (1, 2)), static=(2,))
+    assert len(leaves) == 3 and leaves[0] is x and leaves[1] is x and leaves[2] == 2
+    assert key != _fast_key((x, (x, 2), (True, 2)), static=(2,))[0]   # (True, 2) == (1, 2)
+    assert key == _fast_key((x, (x, 5), (1, 2)), static=(2,))[0]      # a number's value is no part of it
+    assert key != _fast_key((x, [x, 2], (1, 2)), static=(2,))[0]
+    assert _fast_key((x, ((x,),))) is None               # nested: the general key
+    assert _fast_key((x, (x, None))) is None
+    assert _fast_key((x, [1, 2]), static=(1,)) is None   # a list static: the general key
+    assert _fast_key((x, (1.5,)), static=(1,)) is None   # floats (NaN) never take the fast key
+    assert _fast_key((x, (np.ma.array(np.ones(2)),))) is None   # ndarray subclasses: the checked path
+
+
+def test_warm_call_with_pytree_and_static_args_skips_the_signature_key(monkeypatch):
+    f = pb.jit(chain, backend="interp", static_argnums=(2,))
+    assert f(2.0, (A, B), (0, 1)) == pytest.approx(4.0)
+
+    def no(*a, **k):
+        raise AssertionError("the general signature key was computed on a warm call")
+    monkeypatch.setattr(frontend, "signature_key", no)
+    assert f(2.0, (A, B), (0, 1)) == pytest.approx(4.0)
+    assert f(3.0, (B, A), (0, 1)) == pytest.approx(6.0)   # other values, same signature
+
+
+def test_fast_key_keeps_the_errors_of_bad_leaves():
+    f = pb.jit(chain, backend="interp", static_argnums=(2,))
+    f(1.0, (A, B), (0,))
+    with pytest.raises(pb.PullbackError):
+        f(1.0, (A, np.ma.array(B, mask=[0, 1, 0, 0])), (0,))
