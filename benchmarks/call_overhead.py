@@ -1,5 +1,7 @@
 """Per-call overhead of a warm transformed function (a 3-element sum), in
-microseconds, on the numba and pysource backends.
+microseconds, on the numba and pysource backends: with two array arguments
+(`jit`, `grad`), and with a tuple of six arrays and a static tuple of 22 ints
+(`tree`: GradBench ht's model and parents).
 
     python benchmarks/call_overhead.py [SRC_DIR]
 
@@ -25,16 +27,22 @@ def f(x, y):
     return np.sum(x * y)
 
 
+def g(x, model, parents):
+    return np.sum(x * model[parents[0]])
+
+
 def main():
     x, y = np.ones(3), np.ones(3)
+    model, parents = tuple(np.ones(3) for _ in range(6)), (-1,) + tuple(range(21))
     for backend in ("numba", "pysource"):
-        for name, fn in (("jit", pb.jit(f, backend=backend)), ("grad", pb.grad(f, backend=backend))):
-            fn(x, y)
+        for name, fn, args in (("jit", pb.jit(f, backend=backend), (x, y)), ("grad", pb.grad(f, backend=backend), (x, y)),
+                               ("tree", pb.jit(g, backend=backend, static_argnums=(2,)), (x, model, parents))):
+            fn(*args)
             best = float("inf")
             for _ in range(5):
                 t = time.perf_counter()
                 for _ in range(20000):
-                    fn(x, y)
+                    fn(*args)
                 best = min(best, (time.perf_counter() - t) / 20000)
             print(f"{backend:9s} {name:5s} {best * 1e6:6.2f} us/call")
 
