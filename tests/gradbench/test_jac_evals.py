@@ -393,3 +393,18 @@ def test_ht_jacobian_work_is_linear_in_points():
         jac = work(ht._jac_complicated, theta, us, model, parents, points, static=(3,))
         ratios.append(jac / obj)
     assert ratios[1] < 1.1 * ratios[0] and ratios[1] < 3 * (ht.NTHETA + 2), ratios
+
+
+def test_ht_skins_each_read_vertex_once():
+    # many points on a small model: the skinning (and each of the jacobian's jvps of it) runs over the
+    # distinct vertices read, so 8x the points costs far less than 8x the work (the residuals, the
+    # reads and the Jacobian's rows still grow with the points)
+    works = {}
+    for npts in (50, 400):
+        theta, us, model, parents, points = ht.prepare(ht_input(nverts=10, npts=npts, complicated=True, seed=8))
+        assert model[3].shape[0] <= 10 and model[6].shape == (3 * npts,)
+        works[npts] = (work(ht._obj_complicated, theta, us, model, parents, points, static=(3,)),
+                       work(ht._jac_complicated, theta, us, model, parents, points, static=(3,)))
+    obj = works[400][0] / works[50][0]
+    jac = works[400][1] / works[50][1]
+    assert obj < 2.5 and jac < 2.5, (obj, jac)

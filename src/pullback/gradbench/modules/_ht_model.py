@@ -6,9 +6,9 @@ or raises `schema.InputError` naming the field by its path
 ("input.data.model.parents[3]") and saying what is wrong. `us` is None for the
 simple variant (an empty "us"), else an (npts, 2) array; `model` is the tuple
 (pose_index, base_relatives, inverse_base_absolutes, positions, weights,
-mirror) of arrays, the vertex data already gathered at the vertices the
-residuals read (npts of them, or 3 * npts corners for the complicated
-variant); `parents` is a tuple of Python ints (a static argument: it drives
+mirror, read) of arrays: positions and weights of the distinct vertices the
+residuals read (each once, in vertex order), and `read`, which of them each
+point reads (npts entries, or 3 * npts corners for the complicated variant); `parents` is a tuple of Python ints (a static argument: it drives
 the loop over bones). Sizes are bounded (`SIZES`) and the elements the
 Jacobian needs are checked against `limits.max_elements` before converting.
 `SCHEMA` has `fields` (the input's top-level names) as schemas do.
@@ -136,6 +136,9 @@ def validate(inp, limits):
     else:
         verts = _ints("input.data.correspondences", v["correspondences"], 0, nv, "a vertex of the model")
     mirror = np.array([-1.0 if mirrored else 1.0, 1.0, 1.0])
+    # each vertex the residuals read is skinned once, then read back per point or corner
+    used, read = np.unique(verts, return_inverse=True)
     arrays = (pose_index(nb), m["base_relatives"], m["inverse_base_absolutes"],
-              np.ascontiguousarray(m["base_positions"][verts]), np.ascontiguousarray(m["weights"][verts]), mirror)
+              np.ascontiguousarray(m["base_positions"][used]), np.ascontiguousarray(m["weights"][used]), mirror,
+              np.ascontiguousarray(read.reshape(-1), dtype=np.int64))
     return v["theta"], (v["us"] if complicated else None), arrays, tuple(int(p) for p in parents), v["points"]

@@ -18,9 +18,12 @@ is_mirrored.
   point's own us (complicated: the us block is block-diagonal, so GradBench
   reports it compressed into two columns); one list per row.
 
-The objective is written vectorised over bones and vertices, and skins only
-the vertices the residuals read (the reference C++ skins all of them; the
-result is the same). The Jacobian is forward mode: `pb.vmap` over the 26
+The objective is written vectorised over bones and vertices. Like the
+reference C++, it skins vertices and then reads them by correspondence, but
+only the distinct vertices the residuals read (the reference skins all of
+them; the result is the same): a vertex that many points or corners read is
+skinned once, so the skinning, and each jvp of it, costs at most the model's
+vertex count whatever the number of points. The Jacobian is forward mode: `pb.vmap` over the 26
 basis tangents of `pb.jvp` (JAX's jacfwd), plus, for the complicated variant,
 two more directions that perturb every point's u0 (or u1) at once: residual i
 reads only its own us, so one jvp gives column k of every point's block.
@@ -59,8 +62,9 @@ def angle_axis_rotation(r):
 
 
 def skinned(theta, model, parents):
-    """(k, 3) posed positions of the k vertices of `model` (`_ht_model.validate`)."""
-    pose_index, base_relatives, inverse_base_absolutes, positions, weights, mirror = model
+    """(k, 3) posed positions of the k vertices the residuals read, in order
+    (`_ht_model.validate`: each distinct vertex is skinned once, then read)."""
+    pose_index, base_relatives, inverse_base_absolutes, positions, weights, mirror, read = model
     nb = base_relatives.shape[0]
     pose = np.concatenate([theta, np.zeros(1), np.ones(1)])[pose_index]      # (bones + 3, 3)
     R = euler_rotations(pose[3:])                                            # (bones, 3, 3)
@@ -71,9 +75,9 @@ def skinned(theta, model, parents):
     transforms = np.stack(absolutes) @ inverse_base_absolutes                # (bones, 4, 4)
     # posed[k, b, :] = transforms[b, :3, :] @ positions[k]
     posed = (positions @ transforms[:, :3, :].reshape(nb * 3, 4).T).reshape(-1, nb, 3)
-    verts = np.sum(posed * weights[:, :, None], axis=1) * mirror             # (k, 3)
+    verts = np.sum(posed * weights[:, :, None], axis=1) * mirror             # (distinct, 3)
     G = angle_axis_rotation(pose[0]) * pose[1]                               # columns scaled
-    return verts @ G.T + pose[2]
+    return (verts @ G.T + pose[2])[read]
 
 
 def ht_simple(theta, model, parents, points):
