@@ -8,7 +8,8 @@ simple variant (an empty "us"), else an (npts, 2) array; `model` is the tuple
 (pose_index, base_relatives, inverse_base_absolutes, positions, weights,
 mirror, read) of arrays: positions and weights of the distinct vertices the
 residuals read (each once, in vertex order), and `read`, which of them each
-point reads (npts entries, or 3 * npts corners for the complicated variant); `parents` is a tuple of Python ints (a static argument: it drives
+point reads (npts entries, or 3 * npts corners for the complicated
+variant); `parents` is a tuple of Python ints (a static argument: it drives
 the loop over bones). Sizes are bounded (`SIZES`) and the elements the
 Jacobian needs are checked against `limits.max_elements` before converting.
 `SCHEMA` has `fields` (the input's top-level names) as schemas do.

@@ -23,10 +23,12 @@ reference C++, it skins vertices and then reads them by correspondence, but
 only the distinct vertices the residuals read (the reference skins all of
 them; the result is the same): a vertex that many points or corners read is
 skinned once, so the skinning, and each jvp of it, costs at most the model's
-vertex count whatever the number of points. The Jacobian is forward mode: `pb.vmap` over the 26
-basis tangents of `pb.jvp` (JAX's jacfwd), plus, for the complicated variant,
-two more directions that perturb every point's u0 (or u1) at once: residual i
-reads only its own us, so one jvp gives column k of every point's block.
+vertex count whatever the number of points.
+
+The Jacobian is forward mode: `pb.vmap` over the 26 basis tangents of
+`pb.jvp` (JAX's jacfwd), plus, for the complicated variant, two more
+directions that perturb every point's u0 (or u1) at once: residual i reads
+only its own us, so one jvp gives column k of every point's block.
 """
 import numpy as np
 
