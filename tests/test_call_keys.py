@@ -76,3 +76,24 @@ def test_fast_key_keeps_the_errors_of_bad_leaves():
     f(1.0, (A, B), (0,))
     with pytest.raises(pb.PullbackError):
         f(1.0, (A, np.ma.array(B, mask=[0, 1, 0, 0])), (0,))
+
+
+
+def scaled(t):
+    return t[0] * t[1]
+
+
+def plus_one(n):
+    return n + 1
+
+
+@pytest.mark.parametrize("backend", ["interp", "numba"])
+def test_an_int_too_large_after_a_warm_call_is_a_clear_error(backend):
+    f, g = pb.jit(scaled, backend=backend), pb.jit(plus_one, backend=backend)
+    np.testing.assert_allclose(f((A, 3)), 3 * A)   # warm: the next calls have the same cheap key
+    assert g(5) == 6
+    for big in (2 ** 63, -2 ** 63 - 1, 2 ** 70):
+        with pytest.raises(pb.PullbackError, match="64 bits"):
+            f((A, big))
+        with pytest.raises(pb.PullbackError, match="64 bits"):
+            g(big)

@@ -52,11 +52,15 @@ def _leaf_key(a):
         if a.dtype.kind not in "fib" or type(a) is not np.ndarray and not isinstance(a, np.generic):
             return None  # uint64, other dtypes and ndarray subclasses take the checked path
         return (a.dtype, a.shape)
-    if type(a) in _SIMPLE:
-        return type(a)
+    t = type(a)
+    if t in _SIMPLE:
+        if t is int and not -_I64 <= a < _I64:
+            return None   # staging says it does not fit in 64 bits
+        return t
     return None
 
 
+_I64 = 2 ** 63
 _STATIC_ATOMS = frozenset((int, bool, str, type(None)))   # no floats: a NaN never equals itself: no hit
 
 
@@ -79,8 +83,8 @@ def _fast_key(args, static=()):
     lists of arrays and numbers (one level), and static arguments (positions
     `static`) that `_static_key` takes; None otherwise, and the general
     signature key is used. `leaves`: the non-static arguments flattened as
-    `pytree.flatten` does. uint64 values may not fit in int64, so they always
-    take the checked path."""
+    `pytree.flatten` does. uint64 values and ints outside int64 always take the
+    checked path."""
     if not static:   # the common case: arrays and numbers only, which are their own leaves
         key = tuple(map(_leaf_key, args))
         if None not in key:
