@@ -14,7 +14,9 @@ Jacobian of:
 - numba-hand: hand-derived derivatives in Numba loops (no AD), standing in
   for GradBench's manual C++: ba one observation at a time, ht (`numba_ht`)
   by the derivatives of the bone transforms down the kinematic chain, then
-  skinning the points;
+  skinning the points over their nonzero weights;
+- numba-hand-dense (ht only, tool name `dense`): the same, skinning over every
+  bone's weight as GradBench's manual C++ does (it skips no zero weight);
 - pb-loop (ba only): the straightforward user code issue 13 measured, a
   per-observation `pb.jacobian` in a Python loop, timed on the first 500
   observations and scaled to p.
@@ -335,8 +337,12 @@ def ht_input(nverts, ntris, npts, complicated, seed=0):
             "data": {"model": model, "correspondences": corr.tolist(), "points": rng.normal(size=(npts, 3)).tolist()}}
 
 
-def numba_ht(parents):
+def numba_ht(parents, skip_zero_weights=True):
     """Hand-derived ht, objective and Jacobian: ADBench's manual hand_d.cpp restructured.
+
+    `skip_zero_weights`: skin each point over its nonzero weights only (numba-hand), or over every
+    bone as GradBench's manual C++ does (numba-hand-dense: `ht_d.hpp` multiplies each bone's
+    transform, and each of its derivatives, into every vertex and weights the result).
 
     The bone transforms are computed once; then, for each pose parameter, the derivative of every
     bone's transform it moves (its own bone and the bones below it, or all of them for the global
@@ -347,6 +353,7 @@ def numba_ht(parents):
     import numba
     nt = 26
     par = np.asarray(parents, dtype=np.int64)
+    SKIP = bool(skip_zero_weights)   # a compile-time constant of the njit functions below
 
     @numba.njit(cache=False)
     def mm(A, B, out):
@@ -493,7 +500,7 @@ def numba_ht(parents):
                 q = pos[nc * i + k]
                 for b in range(nb):
                     wb = wts[nc * i + k, b]
-                    if wb == 0.0:
+                    if SKIP and wb == 0.0:
                         continue
                     wb *= f
                     Mb = M[b]
@@ -520,7 +527,7 @@ def numba_ht(parents):
                 v[:] = 0.0                   # the corner, less the translation
                 for b in range(nb):
                     wb = wts[nc * i + k, b]
-                    if wb == 0.0:
+                    if SKIP and wb == 0.0:
                         continue
                     for x in range(3):
                         v[x] += wb * (M[b, x, 0] * q0 + M[b, x, 1] * q1 + M[b, x, 2] * q2 + M[b, x, 3] * q3)
@@ -637,6 +644,13 @@ def bench_ht(npts, complicated, runs, tools):
         J, f1, jt, jmin = timed(lambda: j(*hargs), runs)
         np.testing.assert_allclose(J, ref, rtol=1e-9, atol=1e-12 * np.abs(ref).max())
         rows.append(("numba-hand", ot, jt, f0, f1, omin, jmin))
+    if "dense" in tools:
+        o, j, per_point = numba_ht(parents, skip_zero_weights=False)
+        hargs = (theta, us, per_point(model), points)
+        _, f0, ot, omin = timed(lambda: o(*hargs), runs)
+        J, f1, jt, jmin = timed(lambda: j(*hargs), runs)
+        np.testing.assert_allclose(J, ref, rtol=1e-9, atol=1e-12 * np.abs(ref).max())
+        rows.append(("numba-hand-dense", ot, jt, f0, f1, omin, jmin))
     if "jax" in tools:
         try:
             fs = jax_ht(parents)
@@ -667,7 +681,7 @@ def show(title, rows):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--evals", default="ba,ht")
-    ap.add_argument("--tools", default="numba,jax,loop")
+    ap.add_argument("--tools", default="numba,dense,jax,loop")
     ap.add_argument("--p", type=int, default=31843)
     ap.add_argument("--npts", default="100,1600")
     ap.add_argument("--runs", type=int, default=9)
