@@ -58,9 +58,23 @@ def rotate(w, x):                # a 3 x 3 matrix built and used elementwise
     return np.sum((R * R.T) @ x)
 
 
+def stacked(r, x):              # nine scalars stacked into a vector, then a 3 x 3 matrix (ht's rotation)
+    a, b, c = r[0], r[1], r[2]
+    R = np.stack([a * a, a * b - c, a * c + b, a * b + c, b * b, b * c - a, a * c - b, b * c + a,
+                  c * c]).reshape(3, 3)
+    return np.sum(R @ x) + R[1, 2] * R[2, 1]
+
+
+def stacked_whole(r, x):         # a built vector of six elements used whole: it is packed once
+    v = np.stack([r[0], r[1] * 2.0, -r[2], r[0] * r[1], r[2] + 1.0, r[1]])
+    return np.sum(v * x) + np.max(v)
+
+
 CASES = [(euler, (0.3,)), (shapes, (np.arange(4.0) - 1.5, 0.7)), (called, (np.array([3.0, -4.0, 1.0, 2.0]),)),
          (reversed_, (np.array([0.3, 1.7, 2.5]),)),
-         (det, (np.arange(16.0).reshape(4, 4) % 7 - 2.5,)), (rotate, (0.4, np.array([1.0, -2.0, 0.5])))]
+         (det, (np.arange(16.0).reshape(4, 4) % 7 - 2.5,)), (rotate, (0.4, np.array([1.0, -2.0, 0.5]))),
+         (stacked, (np.array([0.3, -1.2, 0.7]), np.array([1.0, -2.0, 0.5]))),
+         (stacked_whole, (np.array([0.3, -1.2, 0.7]), np.arange(6.0) - 2.5))]
 
 
 def loops_carry_arrays(prog):
@@ -143,3 +157,25 @@ def test_a_sum_of_nothing_stays_a_sum():
     x = np.array([0.5, -1.0, 2.0])
     prog = pb.jit(empty_sums, backend="interp").staged(x).prog
     assert interp.run(scalarize(prog), x)[0] == interp.run(prog, x)[0] == 0.5
+
+
+def _prims(prog, op):
+    return [st for f in prog.funcs for st in iter_lets(f.body) if isinstance(st.exp, Prim) and st.exp.op == op]
+
+
+def test_arrays_built_from_scalars_are_one_pack():
+    """A concatenation of scalarised pieces into an array too large to
+    scalarise is one pack of its elements, not a one-element pack per piece and
+    a concatenation; a reshape of it into a small matrix is scalar again
+    (note [scalarize], "Arrays built from scalars")."""
+    r, x = np.array([0.3, -1.2, 0.7]), np.array([1.0, -2.0, 0.5])
+    for f in (stacked, pb.grad(stacked)):
+        prog = pb.jit(f, backend="interp").staged(r, x).prog
+        assert _prims(prog, "concatenate")
+        out = scalarize(prog)
+        assert not _prims(out, "concatenate")
+        # no one-element packs; the reversed stack reads the adjoint's elements, not (1,) slices
+        assert all(st.pat[0].type.shape != (1,) for st in _prims(out, "full"))
+        assert all(st.pat[0].type.shape != (1,) for st in _prims(out, "index"))
+    out = scalarize(pb.jit(stacked_whole, backend="interp").staged(r, np.arange(6.0)).prog)
+    assert not _prims(out, "concatenate") and [st.pat[0].type.shape for st in _prims(out, "full")] == [(6,)]

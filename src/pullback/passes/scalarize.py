@@ -9,7 +9,9 @@ reaches anything else (a call, a map, a store, a primitive without a rule
 here, a function's result) it is packed back into a fresh array at that
 point (`full`, then one `index_update` per element, which the backends do in
 place). Parameters that are small arrays are read element by element where a
-rule needs their elements. Values are unchanged: each element is computed by
+rule needs their elements. An array of at most `BUILT` elements concatenated
+or reshaped from scalarised values is one pack, and its elements stay known
+(`_Func.built`). Values are unchanged: each element is computed by
 the same scalar primitive the array primitive applies elementwise (sums keep
 NumPy's left-to-right order for these sizes; NumPy's pairwise summation only
 differs from it above 8 elements).
@@ -32,6 +34,7 @@ from ..ir.types import I64, TensorType
 
 SMALL = 4          # elements of a small vector
 SMALL_MATRIX = 9   # ... of a small matrix or higher-rank array: 3 x 3 (note [scalarize])
+BUILT = 64         # elements of an array built from scalarised pieces in one pack (`_Func.built`)
 
 _ELEMENTWISE = frozenset({
     "add", "sub", "mul", "div", "neg", "exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh",
@@ -101,6 +104,7 @@ class _Func:
         self.names = NameSupply(all_names(f))
         self.changed = False
         self.scal: dict = {}   # scalar results replaced by an atom (a statement that only reads an element)
+        self.reads: set = set()   # element variables that read an array that is not scalarised (`elems`)
 
     def run(self) -> Func:
         body = self.body(self.f.body, {})
@@ -122,6 +126,7 @@ class _Func:
             v = np.broadcast_to(np.asarray(a.value), t.shape)
             return [Const(v[c].item(), TensorType(t.dtype, ())) for c in _coords(t.shape)]
         es = env[a] = read_elements(a, self.names, out)
+        self.reads.update(es)
         return es
 
     def pack(self, v: Var, es, out) -> Var:
@@ -160,6 +165,8 @@ class _Func:
                 else:
                     self.scal[st.pat[0]] = es[0]
                 return
+        if self.built(e, st, env, out):
+            return
         if isinstance(e, Loop) and any(_small(p.type) for p in e.params):
             return self.loop(st, e, env, out, packed)
         if isinstance(e, If) and any(_small(v.type) for v in st.pat):
@@ -167,6 +174,32 @@ class _Func:
         # anything else: scalarised operands are packed; nested bodies are scalarised on their own
         e = map_exp(e, lambda a: self.atom(a, env, out, packed), lambda bs, b: (bs, self.body(b, env)))
         out.append(Let(st.pat, e, st.loc))
+
+    def built(self, e, st, env, out) -> bool:
+        """A concatenation of scalarised pieces, or a reshape of a scalarised
+        array, into an array too large to scalarise (`np.stack` of nine scalars,
+        a rotation's entries, and the adjoint of that), no piece of which is
+        only the elements of an array that exists (copying that is cheaper):
+        one pack of all its elements, not a pack per piece and a
+        concatenation. Its elements stay known, so static reads of it and
+        reshapes of it into small arrays are scalar again (note [scalarize],
+        "Arrays built from scalars")."""
+        if not (isinstance(e, Prim) and e.op in ("concatenate", "reshape") and len(st.pat) == 1):
+            return False
+        v = st.pat[0]
+        if not (isinstance(v.type, TensorType) and all(isinstance(d, int) for d in v.type.shape)
+                and 0 < v.type.size <= BUILT):
+            return False
+        if not all(isinstance(a, Var) and a in env for a in e.args):
+            return False
+        lists = [env[a] for a in e.args]
+        if any(len(xs) > 1 and all(isinstance(x, Var) and x in self.reads for x in xs) for xs in lists):
+            return False   # a piece that is an array that exists: copying it (the backends' loops) is cheaper
+        es = _concat_elems(e, lists, v.type) if e.op == "concatenate" else lists[0]
+        pack_elements(v, es, self.names, out, into=v, loc=st.loc)
+        env[v] = es   # not small: `atom` gives `v` itself, which the pack binds
+        self.changed = True
+        return True
 
     def loop(self, st, e: Loop, env, out, packed):
         self.changed = True
@@ -240,7 +273,10 @@ class _Func:
         if not all(isinstance(a.type, TensorType) for a in e.args) or not isinstance(t, TensorType):
             return None
         arrays = [a for a in e.args if a.type.shape]
-        if not all(_small(a.type) for a in arrays):
+        if op in ("index", "reshape"):   # an array built from scalars (`built`) has known elements too
+            if not all(_small(a.type) or isinstance(a, Var) and a in env for a in arrays):
+                return None
+        elif not all(_small(a.type) for a in arrays):
             return None
         if not arrays:   # an array made from scalars
             if small_out and op in ("reshape", "broadcast_to", "full"):
@@ -287,19 +323,7 @@ class _Func:
                     for c in _coords(t.shape)]
         if op == "concatenate":
             lists = [self.elems(a, env, out) for a in e.args]
-            if any(x is None for x in lists):
-                return None
-            axis = p["axis"]
-            res = []
-            for c in _coords(t.shape):
-                k = c[axis]
-                for a, es in zip(e.args, lists):
-                    n = a.type.shape[axis]
-                    if k < n:
-                        res.append(es[_flat(a.type.shape, c[:axis] + (k,) + c[axis + 1:], a.type.shape)])
-                        break
-                    k -= n
-            return res
+            return None if any(x is None for x in lists) else _concat_elems(e, lists, t)
         if op == "sum":
             x = e.args[0]
             es = self.elems(x, env, out)
@@ -363,6 +387,22 @@ class _Func:
             k = _flat(shape, c, shape)
             new[k] = s if mode == "set" else emit("add", (new[k], s))
         return new
+
+
+def _concat_elems(e: Prim, lists, t) -> list:
+    """The element atoms of concatenation `e` (of type `t`) whose pieces have
+    the element atoms `lists`, in row-major order."""
+    axis = e.p["axis"]
+    res = []
+    for c in _coords(t.shape):
+        k = c[axis]
+        for a, es in zip(e.args, lists):
+            n = a.type.shape[axis]
+            if k < n:
+                res.append(es[_flat(a.type.shape, c[:axis] + (k,) + c[axis + 1:], a.type.shape)])
+                break
+            k -= n
+    return res
 
 
 def _flat(src_shape, c, out_shape) -> int:
