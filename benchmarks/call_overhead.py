@@ -35,8 +35,10 @@ def main():
     x, y = np.ones(3), np.ones(3)
     model, parents = tuple(np.ones(3) for _ in range(6)), (-1,) + tuple(range(21))
     for backend in ("numba", "pysource"):
-        for name, fn, args in (("jit", pb.jit(f, backend=backend), (x, y)), ("grad", pb.grad(f, backend=backend), (x, y)),
-                               ("tree", pb.jit(g, backend=backend, static_argnums=(2,)), (x, model, parents))):
+        cases = (("jit", pb.jit(f, backend=backend), (x, y)),
+                 ("grad", pb.grad(f, backend=backend), (x, y)),
+                 ("tree", pb.jit(g, backend=backend, static_argnums=(2,)), (x, model, parents)))
+        for name, fn, args in cases:
             fn(*args)
             best = float("inf")
             for _ in range(5):
