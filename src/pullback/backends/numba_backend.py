@@ -351,6 +351,7 @@ def lower(prog: Prog, setting=None, metered: bool = False, fname: str | None = N
     from ..passes.hoist_maps import hoist_maps
     from ..passes.inline import inline_scalar_calls, inline_small
     from ..passes.layout import transpose_layout
+    from ..passes.reroll import reroll
     from ..passes.scalarize import scalarize
     from ..passes.sink_rows import sink_rows
     from ..passes.strong_mul import strong_mul
@@ -362,7 +363,7 @@ def lower(prog: Prog, setting=None, metered: bool = False, fname: str | None = N
     prog = transpose_layout(dead_clears(sum_matmul(prog)))  # notes [sum-matmul], [dead-clears], [transposed-layout]
     prog = sink_rows(prog)  # note [sink-rows]
     prog = hoist_maps(_vectorize(prog, setting, metered))  # note [hoist-maps]
-    return strong_mul(prog)  # note [strong-mul]
+    return reroll(strong_mul(prog))  # notes [strong-mul], [reroll]
 
 
 def _src_hash(src: str) -> str:
