@@ -184,3 +184,16 @@ def test_updates_whose_every_version_is_used_are_not_stacked():
     out = reroll(prog)
     same_values(prog, out, (np.zeros((16, 16)), np.arange(16.0)))
     assert count(out, "full") == 0
+
+
+def test_groups_without_a_recurrence_are_left_alone():
+    # independent products of rows: nothing would shrink (each result stacked, then read back
+    # where used), and the reads after such a loop would form the same run again (this hung)
+    lines = []
+    for i in range(6):
+        lines.append(f"  let r{i}: f64[4,4] = index(rel, {i}:i64) {{spec=(('d',),)}}")
+        lines.append(f"  let y{i}: f64[4,4] = matmul(r{i}, B)")
+    res = ", ".join(f"y{i}" for i in range(6))
+    prog = parse_prog(f"entry def f(rel: f64[6,4,4], B: f64[4,4]) -> ({', '.join(['f64[4,4]'] * 6)}) {{\n"
+                      + "\n".join(lines) + f"\n  return ({res})\n}}\n")
+    assert reroll(prog) is prog

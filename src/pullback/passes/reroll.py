@@ -15,7 +15,15 @@ these ways across the groups:
   before the run (a recurrence, as `absolutes[parents[i]] @ rel[i]` with
   static parents): such results live in a stacked array, the values from
   before the run in its leading slots ("seeds"), read at a constant or affine
-  slot.
+  slot (through a constant table bound before the loop when it is not affine).
+  A value only the next group reads (the first reading one value from before
+  the run), of which only the last is used after the run, is carried by the
+  loop instead of stacked (an unrolled chain of updates of one array).
+
+A run needs at least one recurrence: without one nothing shrinks (each result
+would be stacked and read back where used), and the reads inserted after a
+run could form the same run again. A stacked statement must cost at least its
+result's size (`_writes_all`), so stacking an update is refused.
 
 A statement whose result is used after the run is stacked too, and later
 uses read their slot (`index`), or, for a statement that only indexes an
@@ -26,7 +34,9 @@ stack itself. Each group's statements run in the same order on the same
 values as before, so results are bitwise unchanged. The loop costs one slot
 write per stacked result and one read per recurrence.
 
-The numba backend runs it on the transformed program, after inlining: a
+The numba backend runs it last in `numba_backend.lower`, after `hoist_maps`
+moved direction-independent code out of maps (so a primal chain and its
+tangent chain reroll separately, and the primal stays out of the map): a
 Python loop over a static structure (GradBench ht's 22 bones, each bone's
 transform the product of its parent's and its own) stages one group per
 iteration, and the generated function, its forward-mode tangents and numba's
@@ -190,9 +200,11 @@ class _Reroll:
                 ops[(k, a)] = op
                 if op[0] == "stack":
                     refs.add(op[1])
-        if not refs:
-            # no recurrence: nothing shrinks (each result would be stacked and read back
-            # where used), and reads inserted after a run could form the same run again
+        if all(self._rematerialisable(ops, groups[0][kk], kk) for kk in refs):
+            # no recurrence (or only a group boundary that splits the index read of an
+            # invariant from its use): nothing shrinks (each result would be stacked and
+            # read back where used), and the reads inserted after such a run could form
+            # the same run again
             return None
         later = free_vars(Body(tuple(stmts[s + P * R:]), result))
         used = {k for k in range(P) if any(grp[k].pat[0] in later for grp in groups)}
