@@ -50,7 +50,7 @@ import numpy as np
 
 from ..ir.core import Body, Const, ForForm, Let, Loop, Prim, Prog, Var
 from ..ir.names import NameSupply
-from ..ir.traverse import all_names, dce, free_vars, map_exp
+from ..ir.traverse import all_names, dce, free_vars, map_exp, substitute
 from ..ir.types import TensorType
 
 RMIN = 4         # groups in a run worth a loop
@@ -273,7 +273,6 @@ class _Reroll:
         groups = [stmts[s + g * P:s + (g + 1) * P] for g in range(R)]
         first = groups[0]
         pre, params, inits, stacks = [], [], [], {}
-        self.pre = pre
         for k in sorted(run.stacked):
             t = first[k].pat[0].type
             m = len(run.seeds[k])
@@ -303,14 +302,15 @@ class _Reroll:
                 if op[0] == "same":
                     args.append(op[1])
                 elif op[0] == "tab":
-                    args.append(self._table(op[1], st.exp.args[a].type, i, body, memo))
+                    args.append(self._table(op[1], st.exp.args[a].type, i, body, pre, memo))
                 elif op[0] == "local":
                     args.append(local[op[1]])
                 elif op[0] == "carry":
                     args.append(params[order.index(op[1])])
                 else:
                     kk, slots = op[1], op[2]
-                    ix = self._table([j if w == "seed" else stacks[kk] + j for w, j in slots], _I64, i, body, memo)
+                    ix = self._table([j if w == "seed" else stacks[kk] + j for w, j in slots], _I64, i, body, pre,
+                                     memo)
                     x = self.fresh(first[kk].pat[0].name, first[kk].pat[0].type)
                     body.append(Let((x,), Prim("index", (cur[kk], ix), _D), st.loc))
                     args.append(x)
@@ -318,7 +318,7 @@ class _Reroll:
             body.append(Let((out,), Prim(st.exp.op, tuple(args), st.exp.params), st.loc))
             local[k] = out
             if k in run.stacked:
-                ix = self._table([stacks[k] + g for g in range(R)], _I64, i, body, memo)
+                ix = self._table([stacks[k] + g for g in range(R)], _I64, i, body, pre, memo)
                 nxt = self.fresh(cur[k].name, cur[k].type)
                 body.append(Let((nxt,), Prim("index_update", (cur[k], out, ix), _D + (("mode", "set"),)), st.loc))
                 cur[k] = nxt
@@ -344,10 +344,10 @@ class _Reroll:
         rest, result = self._rewrite(rest, result, reads)
         return new, rest, result
 
-    def _table(self, values, t, i, out, memo):
+    def _table(self, values, t, i, out, pre, memo):
         """An atom equal to values[i] in the loop: i itself, an affine function of
         it, or a read of a constant table (memoised per loop body; the table is
-        bound in `self.pre`, before the loop)."""
+        bound in `pre`, before the loop)."""
         key = (t.dtype, tuple(values))
         if key in memo:
             return memo[key]
@@ -368,8 +368,8 @@ class _Reroll:
             # the table is bound once before the loop (a constant operand is copied where used)
             n = len(values)
             tab = self.fresh("slots" if t.dtype == "i64" else "consts", TensorType(t.dtype, (n,)))
-            self.pre.append(Let((tab,), Prim("index", (Const(np.asarray(values), tab.type),),
-                                             (("spec", (("s", 0, n, 1),)),))))
+            pre.append(Let((tab,), Prim("index", (Const(np.asarray(values), tab.type),),
+                                        (("spec", (("s", 0, n, 1),)),))))
             x = self.fresh("slot" if t.dtype == "i64" else "c", TensorType(t.dtype, ()))
             out.append(Let((x,), Prim("index", (tab, i), _D)))
         memo[key] = x
@@ -395,10 +395,8 @@ class _Reroll:
                         subst[st.pat[0]] = hit
                         continue
             out.append(st)
-        if not subst:
-            return out, result
-        return ([Let(st.pat, map_exp(st.exp, lambda a: subst.get(a, a), _subst_scope(subst)), st.loc) for st in out],
-                tuple(subst.get(a, a) if isinstance(a, Var) else a for a in result))
+        b = substitute(Body(tuple(out), result), subst)
+        return list(b.stmts), b.result
 
     def _rewrite(self, rest, result, reads):
         """Uses of the run's values after it read them back where used."""
@@ -441,9 +439,3 @@ class _Reroll:
 
         return rewrite(rest, result)
 
-
-def _subst_scope(subst):
-    def scope(bs, b):
-        stmts = tuple(Let(st.pat, map_exp(st.exp, lambda a: subst.get(a, a), scope), st.loc) for st in b.stmts)
-        return bs, Body(stmts, tuple(subst.get(a, a) if isinstance(a, Var) else a for a in b.result))
-    return scope
