@@ -14,9 +14,10 @@ from pullback.backends import numba_backend  # noqa: E402
 pytestmark = pytest.mark.usefixtures("private_cache")   # conftest.py
 
 RNG = np.random.default_rng(3)
-# above libcalls.linalg.SMALL_MATMUL multiply-adds: these products are BLAS calls
+# above libcalls.linalg.SMALL_MATMUL multiply-adds, every inner axis above SMALL_K: these products
+# (and their adjoints) are BLAS calls
 A = RNG.standard_normal((17, 9))
-B = RNG.standard_normal((17, 8))
+B = RNG.standard_normal((17, 10))
 M = RNG.standard_normal((9, 9))
 
 

@@ -2,7 +2,9 @@
 (`libcalls.linalg`, note [small-matmul]): the 2-D forms through one shared
 helper per operand ranks, stacks through the batched helper with the loops
 inside; larger products, integer products and mixed dtypes keep their BLAS or
-NumPy forms. Values agree with the interpreter (NumPy's matmul) to rounding,
+NumPy forms. 2-D products with an inner axis of at most SMALL_K entries are
+loops at any other size, through a helper whose text does not depend on the
+row count. Values agree with the interpreter (NumPy's matmul) to rounding,
 and a gradient through them with the interpreter's."""
 import re
 
@@ -155,3 +157,86 @@ def test_dot_product_feeds_scalar_code():
 
     want = pb.jit(g, backend="interp")(a, b, b, a)
     np.testing.assert_allclose(pb.jit(g, backend="numba")(a, b, b, a), want, rtol=1e-13)
+
+
+# -- narrow inner axes: loops at any other size (note [small-matmul], "Narrow inner axes") ---------
+
+from pullback.backends.libcalls.linalg import SMALL_K  # noqa: E402
+
+
+def skin(p, t):                    # ht's skinning: (vertices, 4) @ (4, 3 * bones), the second a transpose
+    return p @ t.T
+
+
+def narrow_stack(a, b):            # (5, 20, 3) @ (3, 7): the stack folded into 100 rows
+    return a @ b
+
+
+NARROW = [(big, [(95, 4), (4, 66)]), (big, [(95, 3), (3, 3)]), (skin, [(95, 4), (66, 4)]),
+          (big, [(40, SMALL_K), (SMALL_K, 20)]), (narrow_stack, [(5, 20, 3), (3, 7)])]
+
+
+@pytest.mark.parametrize("f, shapes", NARROW, ids=lambda c: str(c) if isinstance(c, list) else c.__name__)
+def test_narrow_products_are_loops(f, shapes):
+    args = [RNG.standard_normal(s) for s in shapes]
+    prog, fn = _compile(f, args)
+    lines = _matmul_lines(fn.source)
+    assert lines and all("_pb_mmk(" in ln for ln in lines), fn.source
+    assert "_pb_blas" not in fn.source
+    got = fn(*args)[0]
+    np.testing.assert_allclose(got, f(*args), rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(got, interp.run(prog, *args)[0], rtol=1e-13, atol=1e-13)
+
+
+def test_wider_and_larger_products_stay_blas():
+    for shapes in ([(40, SMALL_K + 1), (SMALL_K + 1, 20)], [(2000, 4), (4, 200)]):   # 1.6M multiply-adds
+        args = [RNG.standard_normal(s) for s in shapes]
+        _, fn = _compile(big, args)
+        assert "_pb_mmk" not in fn.source and all("_pb_blas(" in ln for ln in _matmul_lines(fn.source))
+        np.testing.assert_allclose(fn(*args)[0], args[0] @ args[1], rtol=1e-12)
+
+
+def test_narrow_products_keep_dtypes():
+    a32, b32 = RNG.standard_normal((50, 3)).astype(np.float32), RNG.standard_normal((3, 20)).astype(np.float32)
+    for x, y, want in ((a32, b32, np.float32), (a32, b32.astype(np.float64), np.float64),
+                       (np.round(4 * a32).astype(np.int64), b32.astype(np.float64), np.float64)):
+        _, fn = _compile(big, [x, y])
+        assert "_pb_mmk" in fn.source
+        got = fn(x, y)[0]
+        assert got.dtype == want
+        np.testing.assert_allclose(got, x @ y, rtol=1e-5 if want == np.float32 else 1e-12, atol=1e-5)
+
+
+def test_gradient_through_narrow_products():
+    def f(p, t):
+        return np.sum(np.tanh(p @ t.T) ** 2)
+
+    args = [RNG.standard_normal((30, 4)), RNG.standard_normal((18, 4))]
+    want = pb.grad(f, argnums=(0, 1), backend="interp")(*args)
+    got = pb.grad(f, argnums=(0, 1), backend="numba")(*args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-13)
+
+
+def test_narrow_helper_keeps_modules_shape_generic():
+    """Row counts and wide column counts come from the operands, so two sizes print
+    the same call, and here the same module but for its signature docstrings: one
+    compiled module serves both (note [shape-generic])."""
+    srcs = [nb.emit_prog(nb.lower(pb.jit(big).staged(RNG.standard_normal((m, 4)),
+                                                     RNG.standard_normal((4, n))).prog), parallel=False)
+            for m, n in ((40, 30), (70, 50))]
+    calls = [re.findall(r"_pb_mmk\(\w+, \w+, \d+, \d+\)", s) for s in srcs]
+    assert calls[0] == calls[1] == ["_pb_mmk(a, b, 4, 0)"]
+    code = [[ln for ln in s.splitlines() if '"""' not in ln] for s in srcs]
+    assert code[0] == code[1]
+
+
+def test_narrow_products_of_strided_views():
+    def f(a, b):                   # both operands strided views (numba layout "A")
+        return a[::2, 1:] @ b[:, ::3]
+
+    a, b = RNG.standard_normal((80, 5)), RNG.standard_normal((4, 60))
+    prog, fn = _compile(f, [a, b])
+    assert "_pb_mmk(" in fn.source
+    np.testing.assert_allclose(fn(a, b)[0], f(a, b), rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(pb.jit(f, backend="numba", parallel=True)(a, b), f(a, b), rtol=1e-13, atol=1e-13)

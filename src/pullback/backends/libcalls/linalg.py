@@ -15,7 +15,9 @@ arguments), so:
 - `matmul` of a stack by a single matrix is one 2-D BLAS call on the stack
   folded into rows; other stacks loop in a helper calling 2-D ``@``;
 - `matmul` of at most `SMALL_MATMUL` multiply-adds, or of integers, or of mixed
-  dtypes below that size, is loops instead (note [small-matmul]);
+  dtypes below that size, is loops instead, and so is a 2-D float product whose
+  inner axis has at most `SMALL_K` entries (`numba_narrow._pb_mmk`, note
+  [small-matmul]);
 - complete QR (m > n), which numba's `qr` lacks, is the reduced QR of A padded
   with zero columns to a square matrix: the extra Householder reflections are
   identities, so Q and R are LAPACK's complete factors, as NumPy's.
@@ -154,6 +156,29 @@ def _loops(shapes, dtypes, want) -> bool:
     return want == "i64" or m * xs[-1] * n <= SMALL_MATMUL
 
 
+# a 2-D product whose inner axis has at most this many entries is loops with that axis a
+# literal, at any other size: note [small-matmul], "Narrow inner axes"
+SMALL_K = 4
+_NARROW_MAX = 1 << 20      # ... up to this many multiply-adds (above: BLAS, which may use threads)
+_LITERAL_N = 16            # a column count below this is a literal too (as numba_generic.SMALL keeps it)
+
+
+def _narrow(shapes, dtypes, want) -> bool:
+    """Loops with literal inner sizes for a float product of these 2-D shapes and dtypes."""
+    (m, k), (_, n) = shapes
+    return (want in ("f64", "f32") and set(dtypes) <= set(_LOOP_DTYPES)
+            and all(isinstance(d, int) for d in (m, k, n)) and k <= SMALL_K and m * k * n <= _NARROW_MAX)
+
+
+def _narrow_mm(dialect, xt, yt, k, n):
+    """The call of `numba_narrow._pb_mmk` for the 2-D product of operand texts `xt`
+    and `yt` with inner size `k` and `n` columns (a literal when small; 0 for
+    "from the operand", so the text does not depend on it and shape-generic reuse
+    is kept)."""
+    dialect.helper("_pb_mmk_import", "from pullback.backends.numba_narrow import _pb_mmk")
+    return f"_pb_mmk({xt}, {yt}, {int(k)}, {int(n) if n < _LITERAL_N else 0})"
+
+
 def _small_mm(dialect, rx, ry, dx, dy, want):
     """The helper computing a 2-D (or matrix-vector, vector-matrix, vector-vector)
     product by loops: each entry sums its products left to right from zero, in the
@@ -198,6 +223,8 @@ def _matmul_numba(dialect, fe, e, pat):
     dts = (x.type.dtype, y.type.dtype)
     if rx <= 2 and ry <= 2 and _loops((x.type.shape, y.type.shape), dts, want):   # note [small-matmul]
         return f"{_small_mm(dialect, rx, ry, *dts, want)}({fe.a(x)}, {fe.a(y)})"
+    if rx == ry == 2 and _narrow((x.type.shape, y.type.shape), dts, want):   # note [small-matmul]
+        return _narrow_mm(dialect, fe.a(x), fe.a(y), x.type.shape[1], y.type.shape[1])
     if rx == ry == 2 and want == "f64" and dts == ("f64", "f64"):
         slot = dialect.slot_text(fe, pat[0]) if hasattr(dialect, "slot_text") else None
         if slot is not None:   # saved by the push that follows: written in its slot (numba_stores)
@@ -225,6 +252,8 @@ def _matmul_numba(dialect, fe, e, pat):
         if _loops(((rows, k), ys), (want, want), want):
             h = _small_mm(dialect, 2, 2, want, want, want)
             return f"{h}({xt}.reshape(({rows}, {k})), {yt}).reshape({_tup(out.shape)})"
+        if _narrow(((rows, k), ys), (want, want), want):
+            return f"{_narrow_mm(dialect, f'{xt}.reshape(({rows}, {k}))', yt, k, ys[1])}.reshape({_tup(out.shape)})"
         return f"({xt}.reshape(({rows}, {k})) @ {yt}).reshape({_tup(out.shape)})"
     batch = tuple(np.broadcast_shapes(xs[:-2], ys[:-2]))
     nb = int(np.prod(batch, dtype=np.int64))
