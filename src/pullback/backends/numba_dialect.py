@@ -212,6 +212,19 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         chunk has private partial sums) is cut into (`numba_parallel.chunks`)."""
         return numba_parallel.chunks(n, accs)
 
+    def row_store(self, fe, depth: int, name: str, i: str, x) -> None:
+        """Print `name[i] = x` for an array `x` (a map's row, `pysource.maps`)
+        as loops over its elements: numba lowers an array assigned to a slice
+        through `fancy_setslice`, whose shape-mismatch message compiles numba's
+        int-to-str and string formatting (about 2 s of ht's Jacobian; note
+        [compile-time], "Row stores")."""
+        text = fe.a(x)
+        if not text.isidentifier():   # a constant's copy, or an expression: evaluated once
+            row = fe.fresh("row")
+            fe.line(depth, f"{row} = {text}")
+            text = row
+        numba_scratch.element_loops(fe, depth, name, x.type.shape, lambda ix: f"{text}[{ix}]", lead=(i,))
+
     def map_helper(self, params: list[str], body: list[str], n: int, nc: int, failed: str, u: str) -> str:
         """Write the helpers of a parallel map of width `n` in `nc` chunks
         (`pysource.maps`), `params` being (lo, hi, chunk, the rest...), all

@@ -140,14 +140,15 @@ def fills(body, own, push_copies) -> set:
             and local_values(stmts[k + 1:], body.result, {st.pat[0]}, push_copies, own)}
 
 
-def _element_loops(fe, depth, name, shape, value) -> None:
+def element_loops(fe, depth, name, shape, value, lead: tuple = ()) -> None:
     """Loops over every element of `name` (static `shape`) setting it to `value(ix)`,
-    `ix` the element's index text."""
+    `ix` the element's index text; with `lead` (index texts), over the elements of
+    the row `name[*lead]` instead."""
     js = [fe.fresh(f"j{d}") for d in range(len(shape))]
     for d, (j, n) in enumerate(zip(js, shape)):
         fe.line(depth + d, f"for {j} in range({int(n)}):")
     ix = ", ".join(js)
-    fe.line(depth + len(js), f"{name}[{ix}] = {value(ix)}")
+    fe.line(depth + len(js), f"{name}[{', '.join([*lead, *js])}] = {value(ix)}")
 
 
 def emit_fill(fe, st, depth) -> None:
@@ -160,7 +161,7 @@ def emit_fill(fe, st, depth) -> None:
     name = fe.bind(v)
     fe.line(depth, f"{name} = {buf}")
     fill = _scalar_cast(v.type.dtype, fe.a(st.exp.args[0]))
-    _element_loops(fe, depth, name, v.type.shape, lambda ix: fill)
+    element_loops(fe, depth, name, v.type.shape, lambda ix: fill)
     for i in range(n0, len(fe.lines)):
         fe.lines[i] += "  # pb:full"
 
@@ -175,6 +176,6 @@ def emit_copy(fe, st, depth) -> None:
     fe.line(depth, f"{view} = {fe.a(x)}[{fe.index_text(x, e.p['spec'], e.args[1:])}]")
     name = fe.bind(v)
     fe.line(depth, f"{name} = {buf}")
-    _element_loops(fe, depth, name, v.type.shape, lambda ix: f"{view}[{ix}]")
+    element_loops(fe, depth, name, v.type.shape, lambda ix: f"{view}[{ix}]")
     for i in range(n0, len(fe.lines)):
         fe.lines[i] += "  # pb:index"

@@ -93,8 +93,12 @@ def _iteration(fe, e: Map, depth: int, outs, names, iname) -> None:
     binders = tuple(e.lam.params)
     fe.body(body, depth, binders)
     fe.here.append(set(binders) | {v for s in body.stmts for v in s.pat})
+    row_store = getattr(fe.mod.dialect, "row_store", None)
     for name, r in zip(outs, body.result[:k]):
-        fe.line(depth, f"{name}[{iname}] = {fe.a(r)}")
+        if row_store is not None and r.type.shape:
+            row_store(fe, depth, name, iname, r)   # the numba dialect: loops (note [compile-time])
+        else:
+            fe.line(depth, f"{name}[{iname}] = {fe.a(r)}")
     fe.assign(depth, names, [fe.a(r) for r in body.result[k:]])
     fe.here.pop()
     if len(fe.lines) == n0:
