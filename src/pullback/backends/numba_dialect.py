@@ -45,7 +45,7 @@ from ..ir.core import Const, Prim
 from ..ir.prims.indexing import region_shape
 from ..ir.types import StoreType, TensorType
 from ..ir.traverse import use_counts
-from . import checks, numba_fill, numba_parallel, numba_scratch, numba_slots
+from . import checks, numba_fill, numba_parallel, numba_scratch, numba_slots, numba_small_mm
 from . import numba_fusion as fusion
 from . import numba_regions as regions
 from . import pysource as ps
@@ -142,6 +142,8 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         self.blas_operands = False            # a matmul printed `_pb_blas` (note [blas-operands])
         self.scratch_copies: set = set()      # ids of slice copies made into scratch arrays (`fusion_plan`)
         self.scratch_fills: set = set()       # ids of small fills made into scratch arrays (`fusion_plan`)
+        self.inline_mms: set = set()          # ids of small matmuls printed as loop nests (`fusion_plan`)
+        self.scratch_mms: set = set()         # those of them written into scratch arrays
         self.pop_copies: set = set()          # ids of pops that copy their slot (`fusion_plan`)
         self.fitting: set = set()             # ids of pushes that never grow their buffer (`fusion_plan`)
         self.slot_cands: dict = {}            # value -> its store: may be computed in its slot (`fusion_plan`)
@@ -274,6 +276,9 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         if id(st) in self.scratch_fills:
             numba_scratch.emit_fill(fe, st, depth)
             return True
+        if id(st) in self.inline_mms:   # note [small-matmul], "Inside loops"
+            numba_small_mm.emit(fe, st, depth, id(st) in self.scratch_mms)
+            return True
         if op == "store_new":
             k, cap = self.store_type(e.p["elem"]), e.p.get("cap")   # cap: a buffer store's known size
             if self.inline_stores(k):   # note [compile-time]
@@ -347,7 +352,8 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         """The fused groups of `body` (`numba_fusion.plan`); with the emitter `fe`,
         also notes the body's pops that copy their slot (`numba_stores.pop_copies`,
         note [numba-stores]), in a repeated body, its slice copies and small fills that
-        go into scratch arrays (`numba_scratch.copies`, `.fills`, note [short-loops]), and its
+        go into scratch arrays (`numba_scratch.copies`, `.fills`, note [short-loops]), its
+        small products printed in place (`numba_small_mm`, note [small-matmul]), and its
         concatenations written into later ones (`numba_slots`, note [concat-slots])."""
         repeated = id(body) in self.repeated
         if fe is not None:
@@ -364,6 +370,9 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         if repeated and fe is not None:
             self.scratch_copies |= numba_scratch.copies(body, fe.own, self.push_copies)
             self.scratch_fills |= numba_scratch.fills(body, fe.own, self.push_copies)
+            ids = numba_small_mm.inline(body)
+            self.inline_mms |= ids
+            self.scratch_mms |= numba_small_mm.scratches(body, ids, fe.own, self.push_copies)
         return fusion.plan(body, repeated)
 
     def slot_text(self, fe, v):

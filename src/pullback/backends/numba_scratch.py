@@ -110,7 +110,7 @@ def scratch(fe, shape: tuple, dtype: str) -> str:
     return name
 
 
-def _small_static(t) -> bool:
+def small_static(t) -> bool:
     return bool(t.shape) and all(isinstance(n, int) for n in t.shape) and t.nbytes <= SCRATCH_BYTES
 
 
@@ -126,7 +126,7 @@ def copies(body, own, push_copies) -> set:
         t = v.type
         if v not in own.copied or (v in own.push_only and push_copies(t)):
             continue
-        if _small_static(t) and local_values(stmts[k + 1:], body.result, {v}, push_copies, own):
+        if small_static(t) and local_values(stmts[k + 1:], body.result, {v}, push_copies, own):
             out.add(id(st))
     return out
 
@@ -136,7 +136,7 @@ def fills(body, own, push_copies) -> set:
     stmts = body.stmts
     return {id(st) for k, st in enumerate(stmts)
             if isinstance(st.exp, Prim) and st.exp.op == "full" and len(st.pat) == 1
-            and _small_static(st.pat[0].type)
+            and small_static(st.pat[0].type)
             and local_values(stmts[k + 1:], body.result, {st.pat[0]}, push_copies, own)}
 
 
