@@ -21,8 +21,10 @@ Contract:
 
 Why: the shared helper, called once per iteration, allocated its result and
 took its operands through a call: ht's rerolled bone chain (note [reroll])
-makes two 4 x 4 products per bone and direction, and its warm Jacobian is
-6-13% faster with them printed in place.
+makes two 4 x 4 products per bone and direction: with them printed in place
+(and the narrow products of `numba_narrow`) its warm Jacobian is 14-21%
+faster, 6-18% with the narrow products alone
+(benchmarks/results/ht-narrow-matmul-2026-12-06.md).
 """
 from __future__ import annotations
 
