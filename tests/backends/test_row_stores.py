@@ -92,38 +92,15 @@ def test_parallel_maps_store_rows_by_loops(f, args):
     np.testing.assert_allclose(got, pb.jit(f, backend="interp")(*big), rtol=1e-13, atol=1e-13)
 
 
-_SCRIPT = """
-import numpy as np, pullback as pb
-from numba.core import event
-names = []
-class L(event.Listener):
-    def on_start(self, e):
-        names.append(str(getattr(e.data["dispatcher"], "__qualname__", "")))
-    def on_end(self, e):  # numba's Listener requires both hooks; only starts are counted
-        return None
-event.register("numba:compile", L())
-from rows_mod import rows
-x, m = np.ones((5, 7)), 0.5 * np.eye(7)
-pb.jit(rows, backend="numba", parallel=False)(x, m)
-print("|".join(names))
-"""
-
-
 def test_no_shape_error_formatting_is_compiled(tmp_path):
     """The point of the loops: a fresh process compiling a map with array rows does
     not make numba compile `raise_with_shape_context` (and its string formatting)."""
     import inspect
-    import os
-    import subprocess
-    import sys
 
-    (tmp_path / "rows_mod.py").write_text(
-        "import numpy as np\nimport pullback as pb\n\n\n" + inspect.getsource(_chain) + "\n\n" + inspect.getsource(rows))
-    (tmp_path / "run.py").write_text(_SCRIPT)
-    env = dict(os.environ, PULLBACK_CACHE_DIR=str(tmp_path / "cache"), PULLBACK_TIERED="0")
-    out = subprocess.run([sys.executable, str(tmp_path / "run.py")], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    names = out.stdout.strip().splitlines()[-1].split("|")
+    from _compile_events import compiled_names, formatting
+
+    src = "import numpy as np\nimport pullback as pb\n\n\n" + inspect.getsource(_chain) + "\n\n" + inspect.getsource(rows)
+    names = compiled_names(tmp_path, src, "pb.jit(rows, backend='numba', parallel=False)"
+                                          "(np.ones((5, 7)), 0.5 * np.eye(7))")
     assert any(n == "rows" for n in names)          # the listener saw the compile
-    assert not [n for n in names if "raise_with_shape_context" in n or "integer_str" in n], names
+    assert not formatting(names), names

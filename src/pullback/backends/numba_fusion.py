@@ -88,14 +88,28 @@ def _fusable(st: Let, shape: tuple | None, reduced=frozenset()) -> bool:
 
 
 def _reduction(st: Let, shape: tuple) -> bool:
-    """A float `sum` over an array of exactly the group's shape: accumulated in the loop."""
+    """A `sum` over an array of exactly the group's shape, of floats (or of int64s:
+    exact in any order), in its own dtype: accumulated in the loop."""
     e = st.exp
     if not (isinstance(e, Prim) and e.op == "sum" and len(st.pat) == 1):
         return False
     (x,) = e.args
     t = _out_type(st)
-    return (isinstance(t, TensorType) and tuple(x.type.shape) == shape and x.type.dtype in ("f64", "f32")
+    return (isinstance(t, TensorType) and tuple(x.type.shape) == shape and x.type.dtype in ("f64", "f32", "i64")
             and t.dtype == x.type.dtype)
+
+
+def _partial_sum(st: Let) -> bool:
+    """A sum (`_reduction`) over some but not all axes of an array: a group of
+    its own when nothing elementwise precedes it. numba's `np.sum(x, axis=k)`
+    compiles its axis check's error formatting (about 1.3 s per process) and
+    runs 1-6x slower than the loop (note [numba-fusion], "Lone partial sums")."""
+    if not (isinstance(st.exp, Prim) and st.exp.op == "sum" and len(st.pat) == 1):
+        return False
+    x = st.exp.args[0]
+    shape = x.type.shape if isinstance(x.type, TensorType) else ()
+    nax = len(st.exp.p["axes"])
+    return 0 < nax < len(shape) and _reduction(st, tuple(shape))
 
 
 def _hoistable(st: Let, fused_vars: set, fused_reads: set) -> bool:
@@ -122,10 +136,11 @@ def plan(body: Body, repeated: bool = False) -> dict[int, Group]:
     groups: dict[int, Group] = {}
     k = 0
     while k < len(stmts):
-        if not _fusable(stmts[k], None):
+        lone = _partial_sum(stmts[k])
+        if not (lone or _fusable(stmts[k], None)):
             k += 1
             continue
-        g = Group(k, k, tuple(_out_type(stmts[k]).shape))
+        g = Group(k, k, tuple((stmts[k].exp.args[0] if lone else stmts[k].pat[0]).type.shape))
         fused_vars: set = set()
         reduced: set = set()
         reads: set = set()      # atoms the fused statements read
@@ -173,7 +188,7 @@ def plan(body: Body, repeated: bool = False) -> dict[int, Group]:
         g.keep = (fused_vars & uses_after[j].union(*(free_vars(st.exp) for st in g.stores))) | reduced
         _take_stores(g, stmts, reads | hoisted_out | written, uses_after)
         g.live = fused_vars & uses_after[g.end]
-        if len(g.fused) >= 2 or g.stores:   # one statement: worth a loop when it writes an update
+        if len(g.fused) >= 2 or g.stores or lone:   # one statement: worth a loop when it writes an update
             if repeated:
                 g.repeated, g.rest, g.result = True, stmts[g.end:], body.result
             groups[k] = g
