@@ -84,3 +84,46 @@ def test_gate_counts_skipped_work():
     k = next(i for i, ln in enumerate(lines) if "zero gate" in ln)
     indent = len(lines[k]) - len(lines[k].lstrip())
     assert lines[k + 1].lstrip().startswith("for ") and len(lines[k + 1]) - len(lines[k + 1].lstrip()) > indent
+
+
+def skin(t, P, w):
+    # a tangent of ht's skinning: (n, b, 3) positions weighted per (vertex, bone) by w,
+    # mostly zero; the jvp's strong product smul(P_tan, w) reads w by broadcasting
+    posed = np.tanh(P * t)
+    return np.sum(posed * w[:, :, None], axis=1)
+
+
+def skin_jvp(t, P, w):
+    return pb.jvp(lambda s: skin(s, P, w), (t,), (np.ones_like(t),))[1]
+
+
+def _skin_args(rng, n=6, b=5):
+    w = np.zeros((n, b))
+    w[np.arange(n), rng.integers(0, b, n)] = rng.uniform(0.5, 1.0, n)
+    return rng.standard_normal(3), rng.standard_normal((n, b, 3)), w
+
+
+def test_operand_gate_fires_and_matches_interp():
+    """An operand read by broadcasting (the weights, once per vertex and bone) gates
+    the inner loop over coordinates when every contribution is its strong product."""
+    rng = np.random.default_rng(4)
+    t, P, w = _skin_args(rng)
+    jn, ji = pb.jit(skin_jvp, backend="numba", parallel=False), pb.jit(skin_jvp, backend="interp")
+    src = nb.emit_prog(nb.lower(jn.staged(t, P, w).prog), parallel=False)   # as compiled
+    lines = src.splitlines()
+    k = next(i for i, ln in enumerate(lines) if "zero gate" in ln)
+    assert "pb:broadcast_to" in lines[k - 1] and "for " in lines[k + 1], lines[k - 1:k + 2]  # the weights, then loops
+    np.testing.assert_allclose(jn(t, P, w), ji(t, P, w), rtol=1e-13, atol=1e-13)
+    P[0, :, :] = np.inf                  # a zero weight's contribution stays 0 against an inf tangent
+    P[1, :, 0] = np.nan
+    got, want = jn(t, P, w), ji(t, P, w)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(np.nan_to_num(got), np.nan_to_num(want), rtol=1e-13, atol=1e-13)
+
+
+def test_no_operand_gate_for_a_plain_product():
+    """The primal's `posed * w` is a plain product (0 * inf is NaN): no gate."""
+    rng = np.random.default_rng(5)
+    t, P, w = _skin_args(rng)
+    assert "zero gate" not in nb.emit_prog(nb.lower(pb.jit(skin, backend="numba").staged(t, P, w).prog),
+                                           parallel=False)

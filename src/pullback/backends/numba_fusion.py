@@ -380,7 +380,7 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
     first_header = len(fe.lines)
     for d, (i, n) in enumerate(zip(idx, g.shape)):
         if gate is not None and d == gate.depth:
-            (a,) = next(st.exp.args for st in g.fused if st.pat[0] is gate.var)
+            a = gate.src   # an operand gate's scalar is what the fused statements read (`_body`)
             scalars[gate.var] = name = fe.fresh(f"{gate.var.name}_k")
             fe.line(level, f"{name} = {arrays[a]}[{broadcast_index(a, g.shape, idx)}]  # pb:broadcast_to")
             fe.line(level, f"if {name} != 0:  # zero gate: every contribution below is zero")

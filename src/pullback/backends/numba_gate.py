@@ -3,12 +3,15 @@ whose every contribution is an exact zero (note [zero-gate]).
 
 Contract:
 - `plan(group) -> Gate | None`. A gate is a fused statement `v =
-  broadcast_to(a)` whose value depends only on the first `depth` loop indices
-  (`depth` < the group's rank), such that every result of the group is exactly
-  zero whenever `v` is zero: each accumulated `sum` adds such a value, and each
-  materialised result is such a value (the emitter then allocates it with
-  zeros, so a skipped element holds the zero it would have computed) or an
-  in-place `acc + z` with `z` such a value (a skipped element keeps `acc`).
+  broadcast_to(a)`, or else an array operand `v` of a fused statement read by
+  broadcasting (`w` of shape (n, m, 1) in a loop nest over (n, m, 3)), whose
+  value depends only on the first `depth` loop indices (`depth` < the group's
+  rank), such that every result of the group is exactly zero whenever `v` is
+  zero: each accumulated `sum` adds such a value, and each materialised result
+  is such a value (the emitter then allocates it with zeros, so a skipped
+  element holds the zero it would have computed) or an in-place `acc + z` with
+  `z` such a value (a skipped element keeps `acc`). `Gate.src` is the array
+  whose element the emitter tests: `a` for a broadcast, `v` for an operand.
 - "Exactly zero when v is zero" (`_zeros`) is proved statement by statement:
   `v` itself, a zero constant, negation, a float cast or a broadcast of one,
   sums and differences of two, a `where` of two, a product with a finite
@@ -35,8 +38,9 @@ from ..passes.strong_mul import strong_guard
 
 @dataclass(frozen=True)
 class Gate:
-    var: Var       # the fused broadcast_to result tested against zero
+    var: Var       # the fused broadcast_to result, or the operand, tested against zero
     depth: int     # the number of outer loops it depends on
+    src: Var       # the array read (at the first `depth` indices) for its value
 
 
 def _is_zero(a) -> bool:
@@ -53,9 +57,8 @@ def _finite_nonzero(a) -> bool:
     return v != 0 and bool(np.isfinite(v))
 
 
-def _gate_depth(st, shape: tuple) -> int | None:
-    """The number of outer loop indices a `broadcast_to` reads its operand with."""
-    (a,) = st.exp.args
+def _gate_depth(a, shape: tuple) -> int | None:
+    """The number of outer loop indices array `a` is read with, broadcast to `shape`."""
     xs = tuple(a.type.shape)
     off = len(shape) - len(xs)
     used = [off + j for j, d in enumerate(xs) if not (d == 1 and shape[off + j] != 1)]
@@ -103,12 +106,18 @@ def plan(g, inplace_acc) -> Gate | None:
     for st in g.fused:
         if st.exp.op in ("floordiv", "mod", "pow") and not st.pat[0].type.is_float:
             return None
-    cands = sorted(((_gate_depth(st, g.shape), st.pat[0]) for st in g.fused
+    cands = sorted(((_gate_depth(st.exp.args[0], g.shape), st.pat[0], st.exp.args[0]) for st in g.fused
                     if st.exp.op == "broadcast_to" and st.pat[0].type.is_float
                     and isinstance(st.exp.args[0], Var) and st.exp.args[0].type.shape),
                    key=lambda t: t[0])
     defs = {st.pat[0]: st.exp for st in g.fused}
-    for depth, var in cands:
+    # then the operands read by broadcasting (after the broadcasts, so that a group
+    # gated before keeps its gate): ht's tangent skinning, `smul(posed_tan, w)` with
+    # the weights w read once per vertex and bone, zero for most bones
+    operands = dict.fromkeys(a for st in g.fused for a in st.exp.args
+                             if isinstance(a, Var) and a not in defs and a.type.shape and a.type.is_float)
+    cands += sorted(((_gate_depth(a, g.shape), a, a) for a in operands), key=lambda t: t[0])
+    for depth, var, src in cands:
         if depth >= len(g.shape):
             continue
         z = _zeros(g, var)
@@ -125,5 +134,5 @@ def plan(g, inplace_acc) -> Gate | None:
             if not ok:
                 break
         if ok:
-            return Gate(var, depth)
+            return Gate(var, depth, src)
     return None
