@@ -2,7 +2,8 @@
 assigned to a slice (`NumbaDialect.row_store`, note [compile-time], "Row
 stores"): numba's slice assignment compiles its shape-error message
 formatting. Values are the interpreter's (to rounding: numba's tanh), sequential and
-parallel, for rows of rank 1 and 2, float and integer, constant rows included."""
+parallel, for rows of rank 1 and 2, float and integer, constant rows included.
+A constant mapped array is made writeable once, before the loop."""
 import re
 
 import numpy as np
@@ -104,3 +105,18 @@ def test_no_shape_error_formatting_is_compiled(tmp_path):
                                           "(np.ones((5, 7)), 0.5 * np.eye(7))")
     assert any(n == "rows" for n in names)          # the listener saw the compile
     assert not formatting(names), names
+
+
+def over_identity(m):              # a map over a constant array (jacfwd's basis directions)
+    return pb.vmap(lambda e: _chain(e, m))(np.eye(5))
+
+
+def test_a_constant_mapped_array_is_evaluated_once():
+    """A mapped array whose text is an expression (a constant's writeable copy,
+    `_c0.copy()`) is bound once before the loop, not copied in every iteration."""
+    m = 0.5 * RNG.standard_normal((5, 5))
+    src = source(over_identity, m)
+    loop = src.index("for i in range(5):")
+    assert ".copy()" in src[:loop] and ".copy()[" not in src, src
+    np.testing.assert_allclose(pb.jit(over_identity, backend="numba", parallel=False)(m),
+                               pb.jit(over_identity, backend="interp")(m), rtol=1e-13, atol=1e-13)

@@ -55,8 +55,16 @@ def emit_map(fe, st, depth: int) -> None:
         _parallel(fe, st, depth, outs, names, inits, iname, n)
     else:
         fe.assign(depth, names, inits)
+        # a mapped array whose text is an expression (a constant's writeable copy,
+        # `_c0.copy()` on numba) is evaluated once, not in every iteration
+        over = {}
+        for a in e.arrays:
+            text = fe.a(a)
+            if not text.isidentifier() and a not in over:
+                over[a] = fe.fresh("xs")
+                fe.line(depth, f"{over[a]} = {text}")
         fe.line(depth, f"for {iname} in range({n}):")
-        _iteration(fe, e, depth + 1, outs, names, iname)
+        _iteration(fe, e, depth + 1, outs, names, iname, over)
     for v, name, x0 in zip(st.pat[k:], names, e.accs):
         fe.py[v] = name
         if fe.is_strong(x0):
@@ -79,12 +87,13 @@ def _acc_names(fe, st) -> list[str]:
     return names
 
 
-def _iteration(fe, e: Map, depth: int, outs, names, iname) -> None:
+def _iteration(fe, e: Map, depth: int, outs, names, iname, over=None) -> None:
+    """One iteration's lines; `over`: names bound before the loop to mapped arrays."""
     k = e.n_out
     body = e.lam.body
     for p, a in zip(e.elems, e.arrays):
         name = fe.bind(p)
-        fe.line(depth, f"{name} = {fe.a(a)}[{iname}]")
+        fe.line(depth, f"{name} = {(over or {}).get(a) or fe.a(a)}[{iname}]")
         if p.type.shape or fe.is_strong(a):
             fe.strong.add(p)
     fe._prefer_results(Body(body.stmts, tuple(body.result[k:])), names,
