@@ -354,12 +354,14 @@ def lower(prog: Prog, setting=None, metered: bool = False, fname: str | None = N
     from ..passes.reroll import reroll
     from ..passes.scalarize import scalarize
     from ..passes.sink_rows import sink_rows
+    from ..passes.specialize_calls import specialize_calls
     from ..passes.strong_mul import strong_mul
     from ..passes.sum_matmul import sum_matmul
     from ..passes.unpack_calls import unpack_calls
 
     prog = simplify_inlined(prog, inline_scalar_calls(inline_small(prog)))  # note [compile-time]
-    prog = accumulate(simplify_inlined(prog, scalarize(unpack_calls(forward_index(prog), fname))))  # [forward-index], [unpack-calls], [scalarize], [accumulate]
+    prog = simplify_inlined(prog, scalarize(unpack_calls(forward_index(prog), fname)))  # [forward-index], [unpack-calls], [scalarize]
+    prog = accumulate(specialize_calls(prog))  # notes [seed-constants], [accumulate]
     prog = transpose_layout(dead_clears(sum_matmul(prog)))  # notes [sum-matmul], [dead-clears], [transposed-layout]
     prog = sink_rows(prog)  # note [sink-rows]
     prog = hoist_maps(_vectorize(prog, setting, metered))  # note [hoist-maps]

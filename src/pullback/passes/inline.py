@@ -167,16 +167,18 @@ def inline_scalar_calls(prog: Prog, max_stmts: int = 400, max_copies: int = 800)
     return _inline(prog, graph, pick, frozenset(loops_only))
 
 
-def _inline(prog: Prog, graph: dict, small: dict, loops_only: frozenset = frozenset()) -> Prog:
+def _inline(prog: Prog, graph: dict, small: dict, loops_only: frozenset = frozenset(),
+            only: frozenset | None = None) -> Prog:
     """Inline the calls of the functions in `small`; those of `loops_only` only where
-    the call is inside a loop body."""
+    the call is inside a loop body; with `only`, just the call statements (`Let`s)
+    whose ids it holds."""
     if not small or not any(graph[f.name] & set(small) for f in prog.funcs):
         return prog
     out = []
     for f in prog.funcs:
         if graph[f.name] & set(small):
             supply = NameSupply(all_names(f))
-            f = dataclasses.replace(f, body=_body(f.body, small, supply, loops_only))
+            f = dataclasses.replace(f, body=_body(f.body, small, supply, loops_only, only=only))
         out.append(f)
     return prog.with_funcs(out)
 
@@ -194,21 +196,25 @@ def _recursive(name: str, graph: dict) -> bool:
 
 
 def _body(body: Body, small: dict, supply: NameSupply, loops_only: frozenset = frozenset(),
-          in_loop: bool = False) -> Body:
+          in_loop: bool = False, only: frozenset | None = None) -> Body:
     from ..ir.core import Loop
 
     stmts, subst = [], {}
     for st in body.stmts:
-        e = substitute_exp(st.exp, subst) if subst else st.exp
-        if isinstance(e, Apply) and e.func in small and (in_loop or e.func not in loops_only):
-            callee = small[e.func]
-            copy = rename_body(callee.body, supply, dict(zip(callee.params, e.args)))
-            copy = _body(copy, small, supply, loops_only, in_loop)
-            stmts.extend(Let(s.pat, s.exp, s.loc or st.loc) for s in copy.stmts)
-            subst.update(zip(st.pat, copy.result))
+        if isinstance(st.exp, Apply):
+            e = substitute_exp(st.exp, subst) if subst else st.exp
+            if e.func in small and (in_loop or e.func not in loops_only) and (only is None or id(st) in only):
+                callee = small[e.func]
+                copy = rename_body(callee.body, supply, dict(zip(callee.params, e.args)))
+                copy = _body(copy, small, supply, loops_only, in_loop, only)
+                stmts.extend(Let(s.pat, s.exp, s.loc or st.loc) for s in copy.stmts)
+                subst.update(zip(st.pat, copy.result))
+                continue
+            stmts.append(Let(st.pat, e, st.loc))
             continue
-        looped = in_loop or isinstance(e, Loop)
-        e = map_exp(e, lambda a: a, lambda bs, b: (bs, _body(b, small, supply, loops_only, looped)))
-        stmts.append(Let(st.pat, e, st.loc))
+        # nested bodies first, then the substitution: `only` names the statements as they are
+        looped = in_loop or isinstance(st.exp, Loop)
+        e = map_exp(st.exp, lambda a: a, lambda bs, b: (bs, _body(b, small, supply, loops_only, looped, only)))
+        stmts.append(Let(st.pat, substitute_exp(e, subst) if subst else e, st.loc))
     result = tuple(subst.get(a, a) for a in body.result)
     return Body(tuple(stmts), result)

@@ -20,6 +20,7 @@ from ..ir.prims import TABLE
 from ..ir.prims.indexing import region_shape, regions_disjoint, static_ranges
 from ..ir.traverse import dce, map_exp
 from ..ir.types import TensorType
+from ..ir.prims._util import _safe_const
 from .strong_mul import strong_guard
 
 _EFFECTS = frozenset({"store_new", "store_push", "store_pop", "store_zeros_like", "store_copy"})
@@ -56,7 +57,11 @@ def cse_body(body: Body, avail: dict, m: dict, known: _Known | None = None) -> B
             m[st.pat[0]] = z
             continue
         folded = _fold(e, st.pat)
-        if folded is not None:
+        if folded is None:
+            folded = _scalar_rule(e, st.pat, known)
+        if isinstance(folded, Prim):
+            e = folded
+        elif folded is not None:
             m[st.pat[0]] = folded
             continue
         if isinstance(e, Prim) and len(st.pat) == 1:
@@ -206,6 +211,70 @@ def _fold(e, pat):
         return Const(row.impl(*[a.value for a in e.args], **e.p), pat[0].type)
     except Exception:
         return None
+
+
+def _scalar_rule(e, pat, known: _Known):
+    """Scalar logic and strong products on constants (note [seed-constants]): what
+    a derivative's guards fold to when a tangent is a known 0 or 1 (jacfwd's
+    one-hot seeds, constant once its map is unrolled): an atom, a simpler Prim,
+    or None. Exact up to the sign of a zero:
+
+    - `c | x`, `c & x` for a constant c: c or x;
+    - `isnan(r) & (x == 0)` with r = x or r = k * x, k finite and non-zero:
+      False (a zero x makes r a zero);
+    - `where(c, x, y)` for a constant c: x or y; `where(c, x, x)`: x;
+    - `where(isnan(r), 0, r)` with r = 0 * d (the strong product of a zero
+      constant, its `(0 == 0) | ...` folded away): 0;
+    - `smul(0, d)`: 0, `smul(1, d)`: d."""
+    if not (isinstance(e, Prim) and len(pat) == 1 and isinstance(pat[0].type, TensorType) and not pat[0].type.shape
+            and e.args and all(isinstance(a.type, TensorType) and not a.type.shape for a in e.args)):
+        return None
+    t = pat[0].type
+    args, defs = e.args, known.defs
+    if e.op in ("and", "or") and t.dtype == "bool" and len(args) == 2:
+        for a, b in (args, args[::-1]):
+            if isinstance(a, Const) and b.type == t:
+                return Const(bool(a.value), t) if bool(a.value) == (e.op == "or") else b
+        if e.op == "and" and _never_both(args, defs):
+            return Const(False, t)
+        return None
+    if e.op == "where":
+        c, x, y = args
+        if isinstance(c, Const):
+            r = x if c.value else y
+            return r if r.type == t else None
+        if x == y and x.type == t:
+            return x
+        if _is_const(x, 0) and isinstance(y, Var) and isinstance(c, Var):
+            rd, cd = defs.get(y), defs.get(c)
+            if (rd is not None and rd.op == "mul" and any(_is_const(a, 0) for a in rd.args)
+                    and cd is not None and cd.op == "isnan" and cd.args[0] == y and t.is_float):
+                return Const(0.0, t)
+        return None
+    if e.op == "smul" and t.is_float:
+        for a, b in (args, args[::-1]):
+            if _is_const(a, 0):
+                return Const(0.0, t)
+            if _is_const(a, 1) and b.type == t:
+                return b
+    return None
+
+
+def _never_both(args, defs) -> bool:
+    """Is `p & q` with p = isnan(r), q = (x == 0) always False: r = x, or r = k * x
+    for a finite non-zero constant k (a zero x makes r a zero, never NaN)?"""
+    for p, q in (args, args[::-1]):
+        pd, qd = (defs.get(a) if isinstance(a, Var) else None for a in (p, q))
+        if pd is None or qd is None or pd.op != "isnan" or qd.op != "eq" or not _is_const(qd.args[1], 0):
+            continue
+        r, x = pd.args[0], qd.args[0]
+        if r == x:
+            return True
+        rd = defs.get(r) if isinstance(r, Var) else None
+        if rd is not None and rd.op == "mul" and any(
+                a == x and _safe_const(k) for a, k in (rd.args, rd.args[::-1])):
+            return True
+    return False
 
 
 def simplify_func(f: Func) -> Func:
