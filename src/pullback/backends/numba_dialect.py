@@ -52,7 +52,8 @@ from . import pysource as ps
 from .libcalls import LIBCALLS
 from .libcalls.vecmath import OPS as _VM_OPS
 from .numba_loop_helpers import LoopHelpers
-from .numba_stores import _BUFFER_MAX, StoreHelpers, fitting_pushes, pop_copies, sized_large_elems, slot_values
+from .numba_stores import (_BUFFER_MAX, StoreHelpers, fitting_pushes, pop_copies, reserved_pushes,
+                           sized_large_elems, slot_values)
 
 _DECO = '@njit(cache=True, error_model="numpy")'
 # store operations run once per saved value: inlined into the caller at numba IR level
@@ -103,6 +104,10 @@ def _scalar_cast(dtype: str, text: str) -> str:
 # concatenations of at least this many pieces are printed as slice copies (`concat_copies`)
 CONCAT_COPIES = 3
 
+# a while loop that pushes to stores runs in blocks of this many iterations, its stores
+# given room for a block before it (note [numba-stores], "While loops in blocks")
+WHILE_BLOCK = 64
+
 
 class NumbaDialect(StoreHelpers, LoopHelpers):
     """Hooks for `pysource.emit_prog(..., dialect=...)`: print a numba-compatible module."""
@@ -146,6 +151,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         self.scratch_mms: set = set()         # those of them written into scratch arrays
         self.pop_copies: set = set()          # ids of pops that copy their slot (`fusion_plan`)
         self.fitting: set = set()             # ids of pushes that never grow their buffer (`fusion_plan`)
+        self.blocked: dict = {}               # id of a while loop -> [(store param index, kind)] (`fusion_plan`)
         self.slot_cands: dict = {}            # value -> its store: may be computed in its slot (`fusion_plan`)
         self.in_slot: set = set()             # the values printed into their slot (`slot_text`)
         self.slots: dict = {}                 # concatenations written into a later one (`numba_slots`)
@@ -365,6 +371,13 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
             self.slots.update(numba_slots.plan(body, self._uses[1]))
             # (a loop's fitting pushes are found with the body around it, planned first)
             self.fitting |= fitting_pushes(body, self._uses[1])   # note [numba-stores], "Pushes that fit"
+            loops = {id(st): st.exp for st in body.stmts}
+            for loop, pushes in reserved_pushes(body, self._uses[1]).items():   # "While loops in blocks"
+                kinds = [(j, push, self.store_type(loops[loop].params[j].type.elem)) for j, push in pushes]
+                ok = [(j, push, k) for j, push, k in kinds if self.inline_stores(k)]
+                if ok:
+                    self.blocked[loop] = [(j, k) for j, _, k in ok]
+                    self.fitting |= {push for _, push, _ in ok}
             self.slot_cands.update((v, s) for v, s in slot_values(body, self.fitting, fe.own).items()
                                    if self.inline_stores(self.store_type(s.type.elem)))
         if repeated and fe is not None:
@@ -374,6 +387,18 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
             self.inline_mms |= ids
             self.scratch_mms |= numba_small_mm.scratches(body, ids, fe.own, self.push_copies)
         return fusion.plan(body, repeated)
+
+    def while_block(self, fe, st, depth: int, names) -> int:
+        """The block length of while loop `st` strip-mined (0: not): the loop's
+        stores that it pushes once per iteration get room for a block of
+        iterations here, at the top of each round, and its pushes no check
+        (note [numba-stores], "While loops in blocks")."""
+        stores = self.blocked.get(id(st))
+        if not stores:
+            return 0
+        for j, k in stores:
+            self.emit_reserve(fe, depth, names[j], k, WHILE_BLOCK)
+        return WHILE_BLOCK
 
     def slot_text(self, fe, v):
         """The text of the slot that value `v` is computed in (a view of its

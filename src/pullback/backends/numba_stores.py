@@ -21,6 +21,9 @@ have overwritten the slot; those pops copy the slot instead (note
 `fitting_pushes(body, uses)` gives the ids of the pushes of `body`'s loops that
 can never find their buffer full; `emit_push(..., grow=False)` prints those
 without the growth check (note [numba-stores], "Pushes that fit").
+`reserved_pushes(body, uses)` gives, for `body`'s while loops, the stores pushed
+once per iteration; `emit_reserve` makes room for a block of iterations
+before a strip-mined loop's block (note [numba-stores], "While loops in blocks").
 `slot_values(body, fitting, own)` gives the values such pushes save that can be
 computed in the slot they are pushed to (`slot_text`; the push then copies
 nothing: note [numba-stores], "Values computed in their slot").
@@ -162,14 +165,8 @@ class StoreHelpers:
         dims, dt, shape = self.buffer_stores[k]
         b, n = fe.fresh("st_buf"), fe.fresh("st_n")
         fe.line(depth, f"{b}, {n} = {s}")
-        if grow:
-            size = self._size(k)
-            g = dt.replace("np.", "_st_grow_")
-            self.helper(g, (f"{self.deco}\ndef {g}(old, used, size):\n    new = np.empty(size, dtype={dt})\n"
-                            f"    for q in range(used):\n        new[q] = old[q]\n    return new"))
-            fe.line(depth, f"if {n} == {b}.shape[0]:")   # full: twice the slots, through a helper shared by all
-            fe.line(depth + 1, f"{b} = {g}({b}.reshape(-1), {n} * {size}, (2 * {n} + 4) * {size})"
-                               f".reshape((2 * {n} + 4{dims}))")
+        if grow:   # full: twice the slots, through a helper shared by all
+            self._grow(fe, depth, b, n, k, f"{n} == {b}.shape[0]", "4")
         ix = []
         for a, d in enumerate(shape):
             j = fe.fresh(f"st_a{a}")
@@ -177,6 +174,27 @@ class StoreHelpers:
             ix.append(j)
         fe.line(depth + len(shape), f"{b}[{', '.join([n, *ix])}] = {v}" + (f"[{', '.join(ix)}]" if ix else ""))
         fe.line(depth, f"{out} = ({b}, {n} + 1)")
+
+    def _grow(self, fe, depth: int, b: str, n: str, k: int, full: str, spare: str) -> None:
+        """`if full: b = <b with 2 n + spare slots, its first n kept>`, through
+        `_st_grow_<dtype>` (one numba function per dtype, on the flat buffers)."""
+        dims, dt, _shape = self.buffer_stores[k]
+        size = self._size(k)
+        g = dt.replace("np.", "_st_grow_")
+        self.helper(g, (f"{self.deco}\ndef {g}(old, used, size):\n    new = np.empty(size, dtype={dt})\n"
+                        f"    for q in range(used):\n        new[q] = old[q]\n    return new"))
+        fe.line(depth, f"if {full}:")
+        fe.line(depth + 1, f"{b} = {g}({b}.reshape(-1), {n} * {size}, (2 * {n} + {spare}) * {size})"
+                           f".reshape((2 * {n} + {spare}{dims}))")
+
+    def emit_reserve(self, fe, depth: int, s: str, k: int, room: int) -> None:
+        """Make room for `room` more pushes into the buffer store named `s` (kind
+        k), growing it once if needed: the block of a strip-mined while loop then
+        pushes without checks (note [numba-stores], "While loops in blocks")."""
+        b, n = fe.fresh("st_buf"), fe.fresh("st_n")
+        fe.line(depth, f"{b}, {n} = {s}")
+        self._grow(fe, depth, b, n, k, f"{n} + {room} > {b}.shape[0]", str(room + 4))
+        fe.line(depth + 1, f"{s} = ({b}, {n})")
 
     def emit_pop(self, fe, depth: int, outs: list, s: str, copy: bool = False) -> None:
         """`outs[0], outs[1] = _st_pop{k}(s)`, as statements (the value is a view of
@@ -271,6 +289,32 @@ def fitting_pushes(body, uses) -> set:
                     and push.exp.op == "store_push" and push.exp.args[0] == p
                     and inner.get(p, 0) == 1 and inner.get(r, 0) == 1):
                 out.add(id(push))
+    return out
+
+
+def reserved_pushes(body, uses) -> dict:
+    """{id of a while loop of `body`: [(store parameter index, id of its push)]}: the
+    stores a while loop pushes to exactly once per iteration (a statement of the loop
+    body itself, its store parameter read only there and its result only carried to
+    the next iteration, as in `fitting_pushes`). A strip-mined loop reserves room for
+    a block of iterations once, and those pushes need no check (note [numba-stores],
+    "While loops in blocks")."""
+    out = {}
+    for st in body.stmts:
+        e = st.exp
+        if not (isinstance(e, Loop) and not isinstance(e.form, ForForm)):
+            continue
+        inner = use_counts(e.body)
+        tops = {v: s for s in e.body.stmts for v in s.pat}
+        found = []
+        for j, (p, r) in enumerate(zip(e.params, e.body.result)):
+            push = tops.get(r) if isinstance(r, Var) else None
+            if (isinstance(p.type, StoreType) and push is not None and isinstance(push.exp, Prim)
+                    and push.exp.op == "store_push" and push.exp.args[0] == p
+                    and inner.get(p, 0) == 1 and inner.get(r, 0) == 1):
+                found.append((j, id(push)))
+        if found:
+            out[id(st)] = found
     return out
 
 

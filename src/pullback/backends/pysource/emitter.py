@@ -398,15 +398,24 @@ class _FuncEmitter(_PrimEmitter):
             if isinstance(e.form.bound, Const) and not e.form.bound.type.shape:
                 self.index_bound[idx] = int(e.form.bound.value)  # 0 <= idx < bound: no bounds checks
             self.line(depth, f"for {iname} in range({self.a(e.form.bound)}):")
-        else:
-            self.line(depth, f"while {self.py[e.form.cond]}:")
+        block = 0
+        if not isinstance(e.form, ForForm):
+            cond = self.py[e.form.cond]
+            self.line(depth, f"while {cond}:")
+            while_block = getattr(self.mod.dialect, "while_block", None)
+            block = while_block(self, st, depth + 1, names) if while_block is not None else 0
+            if block:   # the numba dialect: iterations in blocks (note [numba-stores], "While loops in blocks")
+                self.line(depth + 1, f"for {self.fresh('blk')} in range({block}):")
         self._prefer_results(e.body, names, avoid_live=dict(zip(names, e.params)))
         binders = tuple(e.params) + ((e.form.index,) if isinstance(e.form, ForForm) else ())
         if isinstance(e.form, ForForm):
             self.ranges.enter(e.form.index, e.form.bound)
-        self.body(e.body, depth + 1, binders, names)
+        self.body(e.body, depth + 1 + bool(block), binders, names)
         if isinstance(e.form, ForForm):
             self.ranges.leave()
+        if block:
+            self.line(depth + 2, f"if not {cond}:")
+            self.line(depth + 3, "break")
         for v, n in zip(st.pat, names):
             self.py[v] = n
         # loop results are strong only if init and next values are
