@@ -22,12 +22,7 @@ is a sum over the batch axis), with this checkout's `src/` and with `OLD/src`
 import os
 import sys
 
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ[_v] = "1"
-os.environ["PULLBACK_PARALLEL"] = "0"
-os.environ.setdefault("PULLBACK_TIERED", "0")
-if hasattr(os, "sched_setaffinity"):
-    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+import _one_core  # noqa: E402,F401 - single thread, one core: before NumPy and Numba
 
 import argparse  # noqa: E402
 import statistics  # noqa: E402

@@ -17,10 +17,10 @@ import dataclasses
 
 from ..ir.core import Body, Const, Func, Let, Prim, Var
 from ..ir.prims import TABLE
+from ..ir.prims._util import _safe_const
 from ..ir.prims.indexing import region_shape, regions_disjoint, static_ranges
 from ..ir.traverse import dce, map_exp
 from ..ir.types import TensorType
-from ..ir.prims._util import _safe_const
 from .strong_mul import strong_guard
 
 _EFFECTS = frozenset({"store_new", "store_push", "store_pop", "store_zeros_like", "store_copy"})
