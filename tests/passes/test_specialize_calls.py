@@ -70,6 +70,40 @@ def test_copies_at_one_point_are_merged_and_share_their_work():
     same_values(prog, out, (0.4,))
 
 
+G3 = """def g(x: f64, a: f64, c: f64) -> (f64) {
+  let s: f64 = sin(x)
+  let y: f64 = mul(s, a)
+  let z: f64 = add(y, c)
+  return (z)
+}
+"""
+
+
+def test_copies_sharing_some_arguments_are_merged_in_loops_only():
+    # the vjps of jacfwd's directions at one point: the same point, different cotangents
+    prog = parse_prog(G3 + """entry def f(x: f64, u: f64, v: f64, n: i64) -> (f64, f64, f64) {
+  let p: f64 = call g(x, 2.0:f64, u)
+  let q: f64 = call g(x, 3.0:f64, v)
+  let r: f64 = loop (acc: f64 = 0.0:f64) for i: i64 < n {
+    let a1: f64 = call g(x, 2.0:f64, u)
+    let a2: f64 = call g(x, 3.0:f64, v)
+    let a3: f64 = add(a1, a2)
+    let acc2: f64 = add(acc, a3)
+    yield (acc2)
+  }
+  return (p, q, r)
+}
+""")
+    out = sc.specialize_calls(prog)
+    f = out.func("f")
+    top = [st.exp for st in f.body.stmts if isinstance(st.exp, Apply)]
+    loop = next(st.exp for st in f.body.stmts if isinstance(st.exp, Loop))
+    assert len(top) == 2                                              # outside the loop: calls kept
+    assert not any(isinstance(st.exp, Apply) for st in iter_lets(loop.body))   # in it: merged
+    assert sum(1 for st in iter_lets(loop.body) if isinstance(st.exp, Prim) and st.exp.op == "sin") == 1
+    same_values(prog, out, (0.4, 1.5, -0.5, np.int64(3)))
+
+
 def test_too_many_constants_leave_the_function_alone():
     n = sc.MAX_CLONES + 1
     lines = "\n".join(f"  let p{k}: f64 = call g(x{k}, {k + 1}.0:f64)" for k in range(n))

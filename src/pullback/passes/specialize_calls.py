@@ -27,9 +27,9 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from ..ir.core import Apply, Body, Const, Let, Prog
+from ..ir.core import Apply, Body, Const, Let, Loop, Prog, Var
 from ..ir.names import NameSupply
-from ..ir.traverse import call_graph, exp_scopes, iter_bodies, iter_lets, map_exp, substitute
+from ..ir.traverse import call_graph, exp_scopes, iter_lets, map_exp, substitute
 from .inline import _inline, _recursive
 
 MAX_CLONES = 4      # copies of one function at most
@@ -48,31 +48,40 @@ def specialize_calls(prog: Prog) -> Prog:
 
 
 def _merge_shared(prog: Prog, copies: dict) -> Prog:
-    """Inline the calls of copies of one function that one body makes with the same
-    other arguments (jacfwd's directions at one point), and simplify the callers:
-    the work that does not depend on the constants is then done once."""
+    """Inline the calls of copies of one function (fixing the same positions) that
+    one body makes with the same other arguments (jacfwd's directions at one
+    point), and simplify the callers: the work that does not depend on the
+    constants is then done once. Inside loops, one shared variable argument is
+    enough (the vjps of those directions, which differ in their cotangents)."""
     from .simplify import simplify_func
 
     sites, callers = set(), set()
     for f in prog.funcs:
-        for body in iter_bodies(f.body):
+        for body, looped in _bodies(f.body, False):
             seen: dict = {}
             for st in body.stmts:
-                e = st.exp
-                if isinstance(e, Apply) and e.func in copies:
-                    try:
-                        seen.setdefault((copies[e.func], e.args), []).append(id(st))
-                    except TypeError:   # an array constant among the arguments: not hashable
-                        continue
-            for ids in seen.values():
-                if len(ids) > 1:
-                    sites.update(ids)
+                if isinstance(st.exp, Apply) and st.exp.func in copies:
+                    seen.setdefault(copies[st.exp.func], []).append(st)
+            for group in seen.values():
+                columns = list(zip(*(st.exp.args for st in group)))
+                same = [all(isinstance(a, Var) for a in col) and len(set(col)) == 1 for col in columns]
+                if len(group) > 1 and (all(same) if not looped else any(same)):
+                    sites.update(id(st) for st in group)
                     callers.add(f.name)
     if not sites:
         return prog
     funcs = {f.name: f for f in prog.funcs}
     merged = _inline(prog, call_graph(prog), {n: funcs[n] for n in copies}, only=frozenset(sites))
     return merged.with_funcs([simplify_func(f) if f.name in callers else f for f in merged.funcs])
+
+
+def _bodies(body: Body, looped: bool):
+    """(body, whether it runs in a loop) for `body` and every body nested in it."""
+    yield body, looped
+    for st in body.stmts:
+        inner = looped or isinstance(st.exp, Loop)
+        for _, b in exp_scopes(st.exp):
+            yield from _bodies(b, inner)
 
 
 def _signature(e: Apply) -> tuple:
