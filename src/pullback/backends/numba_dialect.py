@@ -371,8 +371,9 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
             self.slots.update(numba_slots.plan(body, self._uses[1]))
             # (a loop's fitting pushes are found with the body around it, planned first)
             self.fitting |= fitting_pushes(body, self._uses[1])   # note [numba-stores], "Pushes that fit"
-            loops = {id(st): st.exp for st in body.stmts}
-            for loop, pushes in reserved_pushes(body, self._uses[1]).items():   # "While loops in blocks"
+            reserved = reserved_pushes(body)   # note [numba-stores], "While loops in blocks"
+            loops = {id(st): st.exp for st in body.stmts} if reserved else {}
+            for loop, pushes in reserved.items():
                 kinds = [(j, push, self.store_type(loops[loop].params[j].type.elem)) for j, push in pushes]
                 ok = [(j, push, k) for j, push, k in kinds if self.inline_stores(k)]
                 if ok:

@@ -21,7 +21,7 @@ have overwritten the slot; those pops copy the slot instead (note
 `fitting_pushes(body, uses)` gives the ids of the pushes of `body`'s loops that
 can never find their buffer full; `emit_push(..., grow=False)` prints those
 without the growth check (note [numba-stores], "Pushes that fit").
-`reserved_pushes(body, uses)` gives, for `body`'s while loops, the stores pushed
+`reserved_pushes(body)` gives, for `body`'s while loops, the stores pushed
 once per iteration; `emit_reserve` makes room for a block of iterations
 before a strip-mined loop's block (note [numba-stores], "While loops in blocks").
 `slot_values(body, fitting, own)` gives the values such pushes save that can be
@@ -279,20 +279,31 @@ def fitting_pushes(body, uses) -> set:
         if not (isinstance(e, Loop) and isinstance(e.form, ForForm) and isinstance(e.form.bound, Const)):
             continue
         n = int(e.form.bound.value)
-        inner = use_counts(e.body)
-        tops = {v: s for s in e.body.stmts for v in s.pat}
-        for p, a, r in zip(e.params, e.init, e.body.result):
+        for j, push in _once_pushes(e):
+            a = e.init[j]
             d = defs.get(a) if isinstance(a, Var) else None
-            push = tops.get(r) if isinstance(r, Var) else None
             if (isinstance(d, Prim) and d.op == "store_new" and d.p.get("cap") is not None and int(d.p["cap"]) >= n
-                    and uses.get(a, 0) == 1 and push is not None and isinstance(push.exp, Prim)
-                    and push.exp.op == "store_push" and push.exp.args[0] == p
-                    and inner.get(p, 0) == 1 and inner.get(r, 0) == 1):
+                    and uses.get(a, 0) == 1):
                 out.add(id(push))
     return out
 
 
-def reserved_pushes(body, uses) -> dict:
+def _once_pushes(loop: Loop) -> list:
+    """[(store parameter index, its push statement)]: the parameters of `loop` that its
+    body pushes to once, by a statement of the body itself, the parameter read only
+    there and the push's result only carried to the next iteration."""
+    inner = use_counts(loop.body)
+    tops = {v: s for s in loop.body.stmts for v in s.pat}
+    out = []
+    for j, (p, r) in enumerate(zip(loop.params, loop.body.result)):
+        push = tops.get(r) if isinstance(r, Var) else None
+        if (push is not None and isinstance(push.exp, Prim) and push.exp.op == "store_push"
+                and push.exp.args[0] == p and inner.get(p, 0) == 1 and inner.get(r, 0) == 1):
+            out.append((j, push))
+    return out
+
+
+def reserved_pushes(body) -> dict:
     """{id of a while loop of `body`: [(store parameter index, id of its push)]}: the
     stores a while loop pushes to exactly once per iteration (a statement of the loop
     body itself, its store parameter read only there and its result only carried to
@@ -302,19 +313,10 @@ def reserved_pushes(body, uses) -> dict:
     out = {}
     for st in body.stmts:
         e = st.exp
-        if not (isinstance(e, Loop) and not isinstance(e.form, ForForm)):
-            continue
-        inner = use_counts(e.body)
-        tops = {v: s for s in e.body.stmts for v in s.pat}
-        found = []
-        for j, (p, r) in enumerate(zip(e.params, e.body.result)):
-            push = tops.get(r) if isinstance(r, Var) else None
-            if (isinstance(p.type, StoreType) and push is not None and isinstance(push.exp, Prim)
-                    and push.exp.op == "store_push" and push.exp.args[0] == p
-                    and inner.get(p, 0) == 1 and inner.get(r, 0) == 1):
-                found.append((j, id(push)))
-        if found:
-            out[id(st)] = found
+        if isinstance(e, Loop) and not isinstance(e.form, ForForm):
+            found = [(j, id(push)) for j, push in _once_pushes(e)]
+            if found:
+                out[id(st)] = found
     return out
 
 
