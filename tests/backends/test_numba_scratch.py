@@ -48,7 +48,7 @@ def test_dying_result_is_scratch_and_exact():
     x, w = np.linspace(0.5, 2.0, 6), np.linspace(-1.0, 1.0, 6)
     src = source(dies_in_body, x, w)
     assert "y = scratch" in src
-    assert "scratch = np.empty(6, dtype=np.float64)" in src   # once, at the function's top
+    assert "scratch = _pb_empty(6, np.float64)" in src   # once, at the function's top
     assert not in_loop_allocs(src, "dies_in_body")
     check(dies_in_body, x, w, exact=True)   # only the storage changed
 

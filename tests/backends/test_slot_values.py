@@ -64,7 +64,7 @@ def test_fused_value_is_written_in_its_slot():
 
 def test_product_is_computed_in_its_slot():
     src = _source(saved_product, A, B)
-    assert "Q = np.dot(_pb_blas(A), _pb_blas(t), Q_saved[0][Q_saved[1]])" in src
+    assert "Q = _pb_matmul_out(A, t, Q_saved[0][Q_saved[1]])" in src
     assert "Q_saved = (Q_saved[0], Q_saved[1] + 1)  # pb:store_push" in src   # no copy
 
 

@@ -95,7 +95,7 @@ def test_large_and_mixed_products_keep_their_forms():
     a, b = RNG.standard_normal((9, 9)), RNG.standard_normal((9, 9))
     assert 9 * 9 * 9 > SMALL_MATMUL
     prog, fn = _compile(big, [a, b])
-    assert all("_pb_blas(" in ln for ln in _matmul_lines(fn.source)) and "_pb_mm" not in fn.source
+    assert all("_pb_matmul(" in ln for ln in _matmul_lines(fn.source)) and "_pb_mm" not in fn.source
     np.testing.assert_allclose(fn(a, b)[0], a @ b, rtol=1e-13)
 
 
@@ -192,7 +192,7 @@ def test_wider_and_larger_products_stay_blas():
     for shapes in ([(40, SMALL_K + 1), (SMALL_K + 1, 20)], [(2000, 4), (4, 200)]):   # 1.6M multiply-adds
         args = [RNG.standard_normal(s) for s in shapes]
         _, fn = _compile(big, args)
-        assert "_pb_mmk" not in fn.source and all("_pb_blas(" in ln for ln in _matmul_lines(fn.source))
+        assert "_pb_mmk" not in fn.source and all("_pb_matmul(" in ln for ln in _matmul_lines(fn.source))
         np.testing.assert_allclose(fn(*args)[0], args[0] @ args[1], rtol=1e-12)
 
 

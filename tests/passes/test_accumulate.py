@@ -236,7 +236,7 @@ def test_det_adjoint_updated_in_place():
         # matrices cross the call as elements)
         if "f64[2,2]" not in lines[1] and "f64[3,3]" not in lines[1] and "[" in lines[1]:
             targets = {ln.split("[")[0].strip() for ln in lines if "+=" in ln and "# pb:index_update" in ln}
-            assert len(targets) == 1 and f"{targets.pop()} = np.full(" in src
+            assert len(targets) == 1 and f"{targets.pop()} = _pb_full(" in src
             # no copies; the `# pb:add` lines left are scalar: the inlined 3 x 3 and 2 x 2
             # vjps' adjoints, one local per element (no whole-matrix add: see the IR test above)
             assert not any("copy" in ln for ln in lines)

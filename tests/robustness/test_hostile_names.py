@@ -51,7 +51,8 @@ def _no_sentinel():
     assert SENTINEL not in os.environ, "a payload ran"
 
 
-_ALLOWED_IMPORTS = {"numpy", "numba", "numba.typed", "pullback.backends", "pullback.ir.types"}
+_ALLOWED_IMPORTS = {"numpy", "numba", "numba.typed", "pullback.backends", "pullback.ir.types",
+                    "pullback.backends.numba_alloc"}
 
 
 def _assert_clean(src: str):

@@ -18,7 +18,7 @@ import re
 import sys
 
 _BLAS_DEFERRED = [False]
-_BLAS_USE = re.compile(r"np\.(matmul|dot|vdot|inner|linalg|convolve|correlate|cov|corrcoef)\b|\s@\s")
+_BLAS_USE = re.compile(r"np\.(matmul|dot|vdot|inner|linalg|convolve|correlate|cov|corrcoef)\b|\s@\s|\b_pb_matmul")
 
 
 def defer_blas_check() -> None:

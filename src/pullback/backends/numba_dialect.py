@@ -45,7 +45,7 @@ from ..ir.core import Const, Prim
 from ..ir.prims.indexing import region_shape
 from ..ir.types import StoreType, TensorType
 from ..ir.traverse import use_counts
-from . import checks, numba_fill, numba_parallel, numba_scratch, numba_slots, numba_small_mm
+from . import checks, numba_exprs, numba_fill, numba_parallel, numba_scratch, numba_slots, numba_small_mm
 from . import numba_fusion as fusion
 from . import numba_regions as regions
 from . import pysource as ps
@@ -92,13 +92,8 @@ def _ndim(a) -> int:
     return ps._ndim(a)
 
 
-def _shape_tuple(shape) -> str:
-    shape = tuple(int(d) for d in shape)
-    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
-def _scalar_cast(dtype: str, text: str) -> str:
-    return f"bool({text})" if dtype == "bool" else f"{_ND[dtype]}({text})"
+_shape_tuple = numba_exprs.shape_tuple
+_scalar_cast = numba_exprs.scalar_cast
 
 
 # concatenations of at least this many pieces are printed as slice copies (`concat_copies`)
@@ -145,6 +140,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         self.repeated: set = set()            # bodies run more than once per call (`prepare`)
         self.unset: set = set()               # `full`s whose fill nobody sees (`prepare`)
         self.blas_operands = False            # a matmul printed `_pb_blas` (note [blas-operands])
+        self.allocs = False                   # `finish` printed a `numba_alloc` intrinsic
         self.scratch_copies: set = set()      # ids of slice copies made into scratch arrays (`fusion_plan`)
         self.scratch_fills: set = set()       # ids of small fills made into scratch arrays (`fusion_plan`)
         self.inline_mms: set = set()          # ids of small matmuls printed as loop nests (`fusion_plan`)
@@ -195,8 +191,22 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         """Whether the module takes `STACK_PARAM` (last of its hidden parameters)."""
         return bool(self.recursive)
 
+    def finish(self, lines: list[str]) -> list[str]:
+        """A function's lines (or helpers' sources) with new arrays printed as
+        `numba_alloc`'s intrinsics (note [compile-time], "Allocations in place")."""
+        from .numba_alloc import rewrite
+
+        out = [rewrite(t) for t in lines]
+        self.allocs = self.allocs or out != lines
+        return out
+
     def header(self, mod) -> list[str]:
+        from .numba_alloc import IMPORT
+
+        helpers = self.finish(list(self.helpers.values()))
         out = ["from numba import njit", "from numba import types as _nbt", "from numba.typed import List"]
+        if self.allocs:
+            out.append(IMPORT)
         if self.recursive:
             out.append("from pullback.backends.numba_stack import _pb_sp")
         if self.blas_operands:
@@ -204,7 +214,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         if self.par:
             out.append("from numba import prange")
         out.append("")
-        for src in self.helpers.values():
+        for src in helpers:
             out += [src, ""]
         return out
 
@@ -485,130 +495,6 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
 
     # -- expressions ---------------------------------------------------------------------
     def expr(self, fe, e: Prim, pat):
-        """The numba form of `e`, or None where pysource's NumPy form works as is."""
-        op, p, args = e.op, e.p, e.args
-        A = fe.a
-        out_t = pat[0].type if pat else None
-        out_nd = len(out_t.shape) if isinstance(out_t, TensorType) else 0
-        lib = LIBCALLS.get(op)
-        if lib is not None:  # a library call (backends/libcalls)
-            return lib.numba(self, fe, e, pat)
-        if op == "argsort":  # numba's np.argsort takes 1-D arrays: one row at a time
-            x = args[0]
-            if len(x.type.shape) == 1:
-                return f"np.argsort({A(x)}, kind=\"mergesort\")"
-            h = self.helper("_argsort_rows", (
-                f"{self.deco}\ndef _argsort_rows(x):\n"
-                f"    rows = np.ascontiguousarray(x).reshape(-1, x.shape[-1])\n"
-                f"    out = np.empty(rows.shape, dtype=np.int64)\n"
-                f"    for r in range(rows.shape[0]):\n"
-                f"        out[r] = np.argsort(rows[r], kind=\"mergesort\")\n"
-                f"    return out.reshape(x.shape)"))
-            return f"{h}({A(x)})"
-        if op in ps._BIN_FN and len(args) == 2:
-            x, y = args
-            if op == "add" and out_nd == 0 and pat[0] in fe.sums:   # an adjoint sum: note [adjoint-reassoc]
-                self.helper("_pb_radd_import", "from pullback.backends.numba_radd import _pb_radd")
-                return f"_pb_radd({A(x)}, {A(y)})"
-            if op == "matmul":  # numba's BLAS path wants contiguous operands (transposes are views)
-                text = f"np.ascontiguousarray({A(x)}) @ np.ascontiguousarray({A(y)})"
-            elif op in ps._BIN_OP:
-                text = f"{fe.op_a(x)} {ps._BIN_OP[op]} {fe.op_a(y)}"
-            else:
-                text = f"{ps._BIN_FN[op]}({A(x)}, {A(y)})"
-            want = out_t.dtype
-            dts = {x.type.dtype, y.type.dtype}
-            logical = op in ("lt", "le", "gt", "ge", "eq", "ne", "and", "or", "xor")
-            if not logical and (want == "f32" or "bool" in dts or want not in dts):
-                text = f"({text}).astype({_ND[want]})" if out_nd else _scalar_cast(want, text)
-            return text
-        if op == "where":
-            c, x, y = args
-            if out_nd == 0:   # a call, not a conditional expression: note [compile-time]
-                h = self.helper("_pb_sel", (f"{self.deco}\ndef _pb_sel(c, x, y):\n"
-                                             f'    """x if c else y, as one call (note [compile-time])."""\n'
-                                             f"    return x if c else y"))
-                return f"{h}({A(c)}, {_scalar_cast(out_t.dtype, A(x))}, {_scalar_cast(out_t.dtype, A(y))})"
-            shp = _shape_tuple(out_t.shape)
-            parts = [A(a) if tuple(a.type.shape) == tuple(out_t.shape) else
-                     (f"np.full({shp}, {A(a)})" if _ndim(a) == 0 else
-                      f"np.ascontiguousarray(np.broadcast_to({A(a)}, {shp}))") for a in (c, x, y)]
-            return f"np.where({', '.join(parts)})"
-        if op == "cast":
-            (x,) = args
-            if _ndim(x) == 0:
-                return _scalar_cast(p["dtype"], A(x))
-            return f"{A(x)}.astype({_ND[p['dtype']]})"
-        if op == "index" and not p["spec"]:
-            (x,) = args
-            return f"{A(x)}.copy()" if _ndim(x) > 0 else A(x)
-        if op == "take":
-            x, idx = args
-            if _ndim(idx) > 1:
-                pre = ":, " * p["axis"]
-                return (f"np.ascontiguousarray({A(x)}[{pre}np.ascontiguousarray({A(idx)}).reshape(-1)])"
-                        f".reshape({_shape_tuple(out_t.shape)})")
-            return None
-        if op == "reshape":
-            (x,) = args
-            if _ndim(x) == 0:
-                return f"np.full({_shape_tuple(p['shape'])}, {A(x)})" if p["shape"] else A(x)
-            if not p["shape"]:
-                return f"np.ascontiguousarray({A(x)}).reshape(-1)[0]"
-            return f"np.ascontiguousarray({A(x)}).reshape({_shape_tuple(p['shape'])})"
-        if op == "transpose":
-            (x,) = args
-            if _ndim(x) <= 1:
-                return A(x)
-            return f"np.transpose({A(x)}, {tuple(int(a) for a in p['perm'])!r})"
-        if op == "broadcast_to":
-            (x,) = args
-            if not p["shape"]:
-                return A(x)
-            shp = _shape_tuple(p["shape"])
-            if _ndim(x) == 0:
-                return f"np.full({shp}, {A(x)})"
-            return f"np.broadcast_to({A(x)}, {shp})"
-        if op == "concatenate":
-            xs = ", ".join(A(x) for x in args) + ("," if len(args) == 1 else "")
-            return f"np.concatenate(({xs}), axis={p['axis']})"
-        if op == "iota":
-            dt = p["dtype"]
-            return f"np.arange({p['n']})" + ("" if dt == "i64" else f".astype({_ND[dt]})")
-        if op == "full":
-            (v,) = args
-            if not p["shape"]:
-                return _scalar_cast(out_t.dtype, A(v))
-            if pat[0] in self.unset:
-                return f"np.empty({_shape_tuple(p['shape'])}, dtype={_ND[out_t.dtype]})"
-            return f"np.full({_shape_tuple(p['shape'])}, {_scalar_cast(out_t.dtype, A(v))})"
-        if op in ps._REDUCE:
-            (x,) = args
-            axes = tuple(int(a) for a in p["axes"])
-            nd = _ndim(x)
-            if not axes:
-                return f"{A(x)}.copy()" if nd > 0 else A(x)
-            if (len(axes) == nd == 1 and op in ("min", "max") and out_t.dtype == x.type.dtype
-                    and x.type.dtype in ("f64", "f32") and int(x.type.shape[0]) >= 1):
-                # a loop, not numba's np.max/np.min (which compile np.take and an
-                # iterator: about 0.5 s per process, note [compile-time])
-                return f"{self._reduce_all_helper(op, out_t.dtype)}({A(x)})"
-            if len(axes) == nd:
-                r = f"{ps._REDUCE[op]}({A(x)})"
-                return _scalar_cast(out_t.dtype, r) if out_t.dtype != x.type.dtype else r
-            if op == "sum" and len(axes) == 1 and x.type.dtype != "bool":
-                return f"np.sum({A(x)}, axis={axes[0]})"
-            keep = [a for a in range(nd) if a not in axes]
-            shape = tuple(x.type.shape)
-            K = int(np.prod([shape[a] for a in keep]))
-            R = int(np.prod([shape[a] for a in axes]))
-            if op in ("min", "max") and axes == tuple(range(len(axes))) and R >= 1 and out_t.dtype == x.type.dtype:
-                # leading axes (a transposed layout's, note [transposed-layout]): rows at a time
-                h = self._reduce_lead_helper(op, out_t.dtype)
-                return (f"{h}(np.ascontiguousarray({A(x)}).reshape(({R}, {K})))"
-                        f".reshape({_shape_tuple(out_t.shape)})")
-            h = self._reduce_helper(op, out_t.dtype)
-            xt = A(x) if keep + list(axes) == list(range(nd)) else f"np.transpose({A(x)}, {tuple(keep + list(axes))!r})"
-            return (f"{h}(np.ascontiguousarray({xt}).reshape(({K}, {R})))"
-                    f".reshape({_shape_tuple(out_t.shape)})")
-        return None
+        """The numba form of `e`, or None where pysource's NumPy form works as is
+        (`numba_exprs.expr`)."""
+        return numba_exprs.expr(self, fe, e, pat)

@@ -6,8 +6,10 @@ numba's `np.linalg` takes one contiguous 2-D matrix (and few keyword
 arguments), so:
 
 - a 2-D operand is passed through `np.ascontiguousarray` (transposes are views),
-  except `matmul`'s, which go through `numba_operands._pb_blas` (C- and
-  F-contiguous operands as they are, note [blas-operands]);
+  except `matmul`'s: a 2-D float product is `numba_operands._pb_matmul` (or
+  `_pb_matmul_out` into a store's slot), other products go through
+  `numba_operands._pb_blas` (C- and F-contiguous operands as they are, note
+  [blas-operands]);
 - a stack ``(..., m, n)`` goes through a generated helper that broadcasts the
   operands to the result's batch shape, flattens the batch and calls the 2-D
   function once per matrix (one helper per shape signature, so every shape in
@@ -51,6 +53,12 @@ def _blas(dialect, text):
     (`backends.numba_operands`, note [blas-operands])."""
     dialect.blas_operands = True
     return f"_pb_blas({text})"
+
+
+def _mm(dialect, name):
+    """`name`, one of `numba_operands`' product intrinsics, imported by the module."""
+    dialect.helper("_pb_matmul_import", "from pullback.backends.numba_operands import _pb_matmul, _pb_matmul_out")
+    return name
 
 
 def _helper(dialect, stem, body):
@@ -228,11 +236,14 @@ def _matmul_numba(dialect, fe, e, pat):
     if rx == ry == 2 and want == "f64" and dts == ("f64", "f64"):
         slot = dialect.slot_text(fe, pat[0]) if hasattr(dialect, "slot_text") else None
         if slot is not None:   # saved by the push that follows: written in its slot (numba_stores)
-            return f"np.dot({_blas(dialect, fe.a(x))}, {_blas(dialect, fe.a(y))}, {slot})"
+            return f"{_mm(dialect, '_pb_matmul_out')}({fe.a(x)}, {fe.a(y)}, {slot})"
     if rx <= 2 and ry <= 2:   # BLAS on C or F operands (transposes are views): note [blas-operands]
         xt, yt = (fe.a(a) if a.type.dtype == want or want not in ("f64", "f32") else f"{fe.a(a)}.astype({_nd(want)})"
                   for a in (x, y))   # numba's `@` takes one float dtype
-        text = f"{_blas(dialect, xt)} @ {_blas(dialect, yt)}"
+        if rx + ry >= 3 and want in ("f64", "f32"):   # note [compile-time], "Products in place"
+            text = f"{_mm(dialect, '_pb_matmul')}({xt}, {yt})"
+        else:
+            text = f"{_blas(dialect, xt)} @ {_blas(dialect, yt)}"
         dts = set(dts)
         if want == "f32" or "bool" in dts or want not in dts:
             text = f"({text}).astype({_nd(want)})" if out.ndim else f"{_nd(want)}({text})"
