@@ -237,6 +237,10 @@ CASES: dict[str, list[Case]] = {
     "sub": binary_cases(),
     "mul": binary_cases() + [Case((F(3), I([1, 2, 3])))],
     "smul": binary_cases() + [Case((F(3), F(1)))],
+    "smask": [Case((F(3), F(3), F(3))), Case((F(2, 3), F(3), F(2, 1))), Case((F(), F(), F())),
+              Case((F(3), Arg("f64", (3,), value=[0.0, 1.0, np.inf], const=True),
+                    Arg("f64", (3,), value=[np.inf, 0.0, 2.0], const=True)),
+                   ref=lambda y, a, d: np.array([0.0, y[1], y[2]]))],   # only 0 * inf is rescued
     "div": binary_cases(F, P),
     "pow": binary_cases(P, F, rtol=1e-5) + [Case((F(3), I(3, const=True))), Case((P(2, 3), F(3)))],
     "maximum": binary_cases(),
@@ -334,6 +338,11 @@ def _smul_ref(x, y):
         return np.where(np.isnan(r) & ((np.asarray(x) == 0) | (np.asarray(y) == 0)), 0.0, r)
 
 
+def _smask_ref(y, a, d):
+    with np.errstate(all="ignore"):
+        return np.where(np.isnan(np.multiply(a, d)) & ((np.asarray(a) == 0) | (np.asarray(d) == 0)), 0.0, y)
+
+
 _BINARY_REF = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "smul": _smul_ref, "div": np.true_divide, "pow": np.power,
                "maximum": np.maximum, "minimum": np.minimum, "mod": np.mod, "floordiv": np.floor_divide,
                "atan2": np.arctan2, "lt": np.less, "le": np.less_equal, "gt": np.greater,
@@ -341,6 +350,7 @@ _BINARY_REF = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "smul": _s
                "or": np.logical_or, "xor": np.logical_xor}
 _OTHER_REF = {
     "where": np.where,
+    "smask": _smask_ref,
     "cast": lambda x, dtype: np.asarray(x).astype({"f64": np.float64, "f32": np.float32, "i64": np.int64}[dtype]),
     "sum": lambda x, axes: np.sum(x, axis=axes),
     "prod": lambda x, axes: np.prod(x, axis=axes),

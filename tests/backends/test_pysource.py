@@ -75,6 +75,7 @@ SAMPLES = {
     "revolve_split": [([T("i64"), T("i64")], {})],
     "not": [([B3], {}), ([T("bool")], {})],
     "where": [([B3, V3, _c(-1.0)], {}), ([T("bool"), S, S], {})],
+    "smask": [([V3, V3, V3], {}), ([S, S, S], {}), ([V3, _c(np.array([0.0, 1.0, np.inf]), V3), _c(np.array([np.inf, 0.0, 2.0]), V3)], {})],
     "cast": [([V3], {"dtype": d}) for d in ("f32", "i64", "bool", "f64")] + [([S], {"dtype": "i64"}),
                                                                              ([T("i64")], {"dtype": "f64"})],
     "index": [([M23, T("i64")], {"spec": (("d",),)}),

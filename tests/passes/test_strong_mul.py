@@ -29,3 +29,78 @@ def test_fold_and_values():
     want = pb.jit(pb.grad(f, argnums=(0, 1)), backend="interp")(x, y)
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
+
+
+# -- masks: note [strong-mul], "Masks" --------------------------------------------------------
+
+def _pot(x):
+    return 1.0 / np.sqrt(np.sum(x * x))
+
+
+def _second(x, v):
+    """A Hessian-vector product by reverse over reverse: the inner gradient's strong
+    products are differentiated, so their guards mask tangents and cotangents."""
+    return pb.grad(lambda z: np.sum(pb.grad(_pot)(z) * v))(x)
+
+
+def test_masks_fold_and_keep_values():
+    x, v = np.array([0.5, -1.5, 2.0]), np.array([1.0, 0.0, -2.0])
+    prog = pb.jit(_second, backend="interp").staged(x, v).prog
+    out = strong_mul(prog)
+    assert "smask" in ops(out) and ops(out).count("isnan") < ops(prog).count("isnan")
+    np.testing.assert_array_equal(interp.run(prog, x, v)[0], interp.run(out, x, v)[0])
+    for xs in (x, np.array([0.0, 0.0, 3.0]), np.array([np.inf, 1.0, 0.0])):
+        with np.errstate(all="ignore"):
+            want = pb.jit(_second, backend="interp")(xs, v)
+        got = pb.jit(_second, backend="numba")(xs, v)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_mask_is_not_folded_when_wider_than_its_value():
+    from pullback.ir.builder import Builder
+    from pullback.ir.core import Func, Prog, Var
+    from pullback.ir.prims._util import smul
+    from pullback.ir.types import TensorType
+
+    b = Builder()
+    ys, av = Var("y", TensorType("f64")), Var("a", TensorType("f64", (3,)))
+    for v in (ys, av):
+        b.supply.reserve(v.name)
+    g = smul(b, av, av)                                  # the guarded form, shape (3,)
+    guard = [st for st in b.stmts if st.exp.op == "and"][0].pat[0]
+    w = b.where(guard, 0.0, ys)                          # masks a scalar: broadcasts it
+    prog = Prog((Func("f", (ys, av), b.body((g, w)), (g.type, w.type)),), "f")
+    assert "smask" not in ops(strong_mul(prog)) and "smul" in ops(strong_mul(prog))
+
+
+def test_numba_mask_intrinsic_edges():
+    from numba import njit
+
+    from pullback.backends.numba_smul import _pb_smask_s
+
+    f = njit(lambda y, a, d: _pb_smask_s(y, a, d))
+    vals = [0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan]
+    for y in (3.0, -0.0, np.nan):
+        for a in vals:
+            for d in vals:
+                with np.errstate(all="ignore"):
+                    want = 0.0 if np.isnan(a * d) and (a == 0 or d == 0) else y
+                got = f(y, a, d)
+                assert (np.isnan(got) and np.isnan(want)) or (got == want and np.signbit(got) == np.signbit(want))
+
+
+def test_numba_mask_array_helper():
+    from numba import njit
+
+    from pullback.backends.libcalls.smul import _MASK
+
+    ns = {"np": np, "njit": njit}
+    exec(_MASK.format(deco="@njit"), ns)   # noqa: S102  (the helper's text as modules print it)
+    y = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    a = np.array([0.0, 1.0, np.inf])
+    d = np.array([[np.inf], [0.0]])
+    got = ns["_pb_smask"](y, a, d)
+    np.testing.assert_array_equal(got, [[0.0, 2.0, 3.0], [4.0, 5.0, 0.0]])
+    same = ns["_pb_smask"](y, a + 1.0, d * 0.0 + 1.0)   # no NaN: a fresh copy of y
+    np.testing.assert_array_equal(same, y)
+    assert not np.shares_memory(same, y)

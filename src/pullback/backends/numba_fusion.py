@@ -453,7 +453,7 @@ def _scratch_outputs(fe, dialect, g, gate) -> set:
 
 
 # float operations LLVM vectorises inline (no call, no check that raises)
-_VECTOR_OPS = frozenset({"neg", "abs", "sqrt", "add", "sub", "mul", "div", "smul", "lt", "le", "gt", "ge",
+_VECTOR_OPS = frozenset({"neg", "abs", "sqrt", "add", "sub", "mul", "div", "smul", "smask", "lt", "le", "gt", "ge",
                          "eq", "ne", "and", "or", "xor", "not", "isnan", "where", "cast", "broadcast_to",
                          "maximum", "minimum", "sum"})
 

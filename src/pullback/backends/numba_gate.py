@@ -17,7 +17,7 @@ Contract:
   sums and differences of two, a `where` of two, a product with a finite
   non-zero constant, and the strong product of a derivative rule
   (`where(isnan(a*d) & ((a == 0) | (d == 0)), 0, a*d)`, `ir.prims._util.smul`)
-  with one such factor. A plain product is not one (`0 * inf` is NaN).
+  with one such factor, and a mask `smask(y, a, d)` of such a `y`. A plain product is not one (`0 * inf` is NaN).
 - A group with a run-time check in its loop (integer `//`, `%`, `**`) gets no
   gate: skipping must not skip an error.
 - Cotangents are such gates: the adjoint of `min`/`max`, of a `where` or of
@@ -87,6 +87,8 @@ def _zeros(g, gate: Var) -> set:
             ok = any(zero(a) and _finite_nonzero(b) for a, b in (args, args[::-1]))
         elif op == "smul":  # the strong product: zero when a factor is, whatever the other
             ok = any(zero(a) for a in args)
+        elif op == "smask":  # y or 0
+            ok = zero(args[0])
         elif op == "where":
             c, x, y = args
             if zero(x) and zero(y):

@@ -13,7 +13,12 @@ Contract:
   into three compares and two selects on every product (its if-conversion
   only keeps a branch it knows is predictable), twice the time of det_lu's
   gradient loop. In a loop the vectoriser still if-converts the branch.
-- Generated modules import it (`backends/libcalls/smul.py`); numba caches the
+- `_pb_smask_s(y, a, d)`: a numba intrinsic, the float64 value of `smask`
+  (`y`, except 0.0 where `a * d` is NaN and `a == 0` or `d == 0`) for real
+  scalars, in the same code shape: the product, one unordered compare and a
+  rarely taken branch holding the zero tests, where the six-statement guard
+  computed every part on every call (note [strong-mul], "Masks").
+- Generated modules import them (`backends/libcalls/smul.py`); numba caches the
   functions that use it like any other, keyed on the generated source, so a
   change to its code generation needs a new `numba_backend._VERSION`.
 - Only the numba backend imports this module (it imports numba).
@@ -48,6 +53,31 @@ def _pb_smul_s(typingctx, x, y):
         out = builder.phi(f64)
         out.add_incoming(r, fast)
         out.add_incoming(guarded, slow)
+        return out
+
+    return sig, codegen
+
+
+@intrinsic
+def _pb_smask_s(typingctx, y, a, d):
+    if not all(isinstance(t, _REAL) for t in (y, a, d)):
+        return None
+    sig = types.float64(y, a, d)
+
+    def codegen(context, builder, signature, args):
+        f64 = ir.DoubleType()
+        v, x, w = (context.cast(builder, args[i], signature.args[i], types.float64) for i in range(3))
+        r = builder.fmul(x, w)
+        nan = builder.fcmp_unordered("uno", r, r)
+        fast = builder.block
+        with builder.if_then(nan, likely=False):
+            zero = ir.Constant(f64, 0.0)
+            z = builder.or_(builder.fcmp_ordered("==", x, zero), builder.fcmp_ordered("==", w, zero))
+            masked = builder.select(z, zero, v)
+            slow = builder.block
+        out = builder.phi(f64)
+        out.add_incoming(v, fast)
+        out.add_incoming(masked, slow)
         return out
 
     return sig, codegen

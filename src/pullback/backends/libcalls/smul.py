@@ -33,3 +33,24 @@ def _numba(dialect, fe, e, pat):
 
 
 register("smul", _numba, elementwise=True)
+
+_MASK = """{deco}
+def _pb_smask(y, a, d):
+    r = a * d
+    for v in np.asarray(r).flat:
+        if v != v:
+            return np.where(np.isnan(r) & ((a == 0) | (d == 0)), 0.0, y)
+    return y.copy()
+"""
+
+
+def _numba_mask(dialect, fe, e, pat):
+    y, a, d = (fe.a(x) for x in e.args)
+    if not pat[0].type.shape:
+        dialect.helper("_pb_smask_import", "from pullback.backends.numba_smul import _pb_smask_s")
+        return f"_pb_smask_s({y}, {a}, {d})"
+    h = dialect.helper("_pb_smask", _MASK.format(deco=dialect.deco))
+    return f"{h}({y}, {a}, {d})"
+
+
+register("smask", _numba_mask, elementwise=True)   # note [strong-mul], "Masks"

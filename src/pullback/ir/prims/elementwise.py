@@ -189,6 +189,43 @@ _r = binary("smul", _smul_impl, lambda b, x, y, o, n: (y if n[0] else None, x if
 TABLE.rows["smul"] = Row(_r.name, _r.type, _r.impl, _smul_jvp, _smul_vjp, _r.cost, doc=_r.doc)
 
 
+# `where(isnan(a*d) & ((a == 0) | (d == 0)), 0, y)` as one primitive, `smask(y, a, d)`: y, except 0
+# where the strong product of a and d is an exact zero its plain product makes NaN. The derivative
+# of a strong product (`_smul_jvp`, `_smul_vjp`, and `where`'s rules on the guarded form) masks
+# its tangent or cotangent this way; the numba backend folds that form into this primitive before
+# printing (passes/strong_mul.py, note [strong-mul], "Masks")
+
+
+def _smask_impl(y, a, d):
+    with np.errstate(all="ignore"):
+        bad = np.isnan(np.multiply(a, d)) & ((np.asarray(a) == 0) | (np.asarray(d) == 0))
+    return np.where(bad, np.zeros_like(np.asarray(y)), y)[()]
+
+
+def _smask_type(ts, **p):
+    ty, ta, td = ts
+    check(ty.is_float and ta.is_float and td.is_float, f"'smask' takes floats, got {ty}, {ta}, {td}")
+    shape = broadcast_shapes("smask", broadcast_shapes("smask", ty.shape, ta.shape), td.shape)
+    return (TensorType(ty.dtype, shape),)
+
+
+def _smask_jvp(b, args, tans, outs):
+    # the mask is piecewise constant in a and d: only y's tangent passes, masked alike
+    if tans[0] is None:
+        return [None]
+    return [bcast(b, b.smask(tans[0], args[1], args[2]), outs[0].type.shape)]
+
+
+def _smask_vjp(b, args, outs, cts, need):
+    y, a, d = args
+    g = unbroadcast(b, b.smask(cts[0], a, d), y.type) if need[0] else None
+    return [g, None, None]
+
+
+TABLE.add(Row("smask", _smask_type, _smask_impl, _smask_jvp, _smask_vjp, _cost_out,
+              doc="y, except 0 where the strong product of a and d rescues a NaN"))
+
+
 def _div_partials(b, x, y, o, n):
     dx = b.div(c(o, 1.0), y) if n[0] else None
     dy = b.neg(b.div(o, y)) if n[1] else None
