@@ -51,30 +51,27 @@ def _typed(shape, dtype):
     return types.Array(dt, ndim, "C")
 
 
-@intrinsic
-def _pb_empty(typingctx, shape, dtype):
-    arrty = _typed(shape, dtype)
-    if arrty is None:
-        return None
+def _constructor(zero: bool):
+    """The intrinsic `_pb_zeros` (`zero`) or `_pb_empty`."""
+    def typer(typingctx, shape, dtype):
+        arrty = _typed(shape, dtype)
+        if arrty is None:
+            return None
 
-    def codegen(context, builder, sig, args):
-        return _new(context, builder, arrty, sig.args[0], args[0])._getvalue()
+        def codegen(context, builder, sig, args):
+            ary = _new(context, builder, arrty, sig.args[0], args[0])
+            if zero:
+                cgutils.memset(builder, ary.data, builder.mul(ary.itemsize, ary.nitems), 0)
+            return ary._getvalue()
 
-    return arrty(shape, dtype), codegen
+        return arrty(shape, dtype), codegen
+
+    typer.__name__ = "_pb_zeros" if zero else "_pb_empty"
+    return intrinsic(typer)
 
 
-@intrinsic
-def _pb_zeros(typingctx, shape, dtype):
-    arrty = _typed(shape, dtype)
-    if arrty is None:
-        return None
-
-    def codegen(context, builder, sig, args):
-        ary = _new(context, builder, arrty, sig.args[0], args[0])
-        cgutils.memset(builder, ary.data, builder.mul(ary.itemsize, ary.nitems), 0)
-        return ary._getvalue()
-
-    return arrty(shape, dtype), codegen
+_pb_empty = _constructor(False)
+_pb_zeros = _constructor(True)
 
 
 @intrinsic

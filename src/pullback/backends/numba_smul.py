@@ -32,6 +32,24 @@ from numba.extending import intrinsic
 _REAL = (types.Float, types.Integer, types.Boolean)
 
 
+def _rescued(builder, r, a, b, keep):
+    """`keep`, except 0.0 where the product `r` = a * b is NaN and a factor is
+    zero: an unordered compare of `r` and a branch marked unlikely that holds
+    the zero tests."""
+    f64 = ir.DoubleType()
+    nan = builder.fcmp_unordered("uno", r, r)
+    fast = builder.block
+    with builder.if_then(nan, likely=False):
+        zero = ir.Constant(f64, 0.0)
+        z = builder.or_(builder.fcmp_ordered("==", a, zero), builder.fcmp_ordered("==", b, zero))
+        guarded = builder.select(z, zero, keep)
+        slow = builder.block
+    out = builder.phi(f64)
+    out.add_incoming(keep, fast)
+    out.add_incoming(guarded, slow)
+    return out
+
+
 @intrinsic
 def _pb_smul_s(typingctx, x, y):
     if not (isinstance(x, _REAL) and isinstance(y, _REAL)):
@@ -39,21 +57,9 @@ def _pb_smul_s(typingctx, x, y):
     sig = types.float64(x, y)
 
     def codegen(context, builder, signature, args):
-        f64 = ir.DoubleType()
-        a = context.cast(builder, args[0], signature.args[0], types.float64)
-        b = context.cast(builder, args[1], signature.args[1], types.float64)
+        a, b = (context.cast(builder, args[i], signature.args[i], types.float64) for i in range(2))
         r = builder.fmul(a, b)
-        nan = builder.fcmp_unordered("uno", r, r)
-        fast = builder.block
-        with builder.if_then(nan, likely=False):
-            zero = ir.Constant(f64, 0.0)
-            z = builder.or_(builder.fcmp_ordered("==", a, zero), builder.fcmp_ordered("==", b, zero))
-            guarded = builder.select(z, zero, r)
-            slow = builder.block
-        out = builder.phi(f64)
-        out.add_incoming(r, fast)
-        out.add_incoming(guarded, slow)
-        return out
+        return _rescued(builder, r, a, b, r)
 
     return sig, codegen
 
@@ -65,19 +71,7 @@ def _pb_smask_s(typingctx, y, a, d):
     sig = types.float64(y, a, d)
 
     def codegen(context, builder, signature, args):
-        f64 = ir.DoubleType()
         v, x, w = (context.cast(builder, args[i], signature.args[i], types.float64) for i in range(3))
-        r = builder.fmul(x, w)
-        nan = builder.fcmp_unordered("uno", r, r)
-        fast = builder.block
-        with builder.if_then(nan, likely=False):
-            zero = ir.Constant(f64, 0.0)
-            z = builder.or_(builder.fcmp_ordered("==", x, zero), builder.fcmp_ordered("==", w, zero))
-            masked = builder.select(z, zero, v)
-            slow = builder.block
-        out = builder.phi(f64)
-        out.add_incoming(v, fast)
-        out.add_incoming(masked, slow)
-        return out
+        return _rescued(builder, builder.fmul(x, w), x, w, v)
 
     return sig, codegen
