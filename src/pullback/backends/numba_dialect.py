@@ -493,6 +493,16 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
             vt = f"np.ascontiguousarray({vt}).reshape({_shape_tuple(vshape)})"
         fe.line(depth, f"{h}({name}, {it}, {vt})")
 
+    def view(self, fe, x, spec):
+        """A static slice of `x` as `numba_views`' intrinsic, or None (note
+        [compile-time], "Slices in place")."""
+        from .numba_views import IMPORT, view_text
+
+        text = view_text(fe.a(x), x.type.shape, spec) if isinstance(x.type, TensorType) else None
+        if text is not None:
+            self.helper("_pb_view_import", IMPORT)
+        return text
+
     # -- expressions ---------------------------------------------------------------------
     def expr(self, fe, e: Prim, pat):
         """The numba form of `e`, or None where pysource's NumPy form works as is

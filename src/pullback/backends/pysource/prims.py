@@ -250,7 +250,9 @@ class _PrimEmitter:
             copies = getattr(self.mod.dialect, "push_copies", None)
             if copy and pat[0] in self.own.push_only and copies is not None and copies(pat[0].type):
                 copy = ""
-            return f"{A(x)}[{self.index_text(x, spec, args[1:])}]{copy}"
+            view = getattr(self.mod.dialect, "view", None)   # a dialect's form of a static slice
+            text = view(self, x, spec) if view is not None and len(args) == 1 else None
+            return (text or f"{A(x)}[{self.index_text(x, spec, args[1:])}]") + copy
         if op == "take":
             x, idx = args
             axis = p["axis"]

@@ -1,0 +1,94 @@
+"""Static slices of arrays as numba intrinsics (note [compile-time], "Slices in
+place").
+
+Contract:
+- `_pb_view_c(x, starts, shape, steps)` and `_pb_view_a(x, starts, shape,
+  steps)`: numba intrinsics, the view of the array `x` whose element
+  ``(i0, i1, ...)`` is ``x[starts[0] + i0 * steps[0], ...]`` with the given
+  `shape` (tuples of integers, one per axis of `x`; the caller guarantees the
+  view lies inside `x`, as a normalised slice does). The view shares `x`'s
+  memory and keeps it alive (a new reference to its meminfo), as numba's
+  slicing does. Its layout: `_pb_view_c` keeps a C-ordered `x`'s layout C
+  (the caller uses it only where numba's own slicing would: a slice of the
+  first axis with step 1, the other axes whole), otherwise, and always for
+  `_pb_view_a`, layout 'A'.
+- `view_text(x_text, shape, spec) -> str | None`: the intrinsic's call for the
+  IR index `spec` (`ir.prims.indexing`: only ``('s', start, stop, step)``
+  entries, fewer than the axes meaning the rest whole) of an array of static
+  `shape`, or None for any other spec (integer or dynamic indices).
+- numba lowers `x[a:b, c:d]` through its generic slicing code, about 5 ms of
+  lowering per slice (det's gradient has over a hundred); the intrinsic's
+  code is a few integer operations. Only code printed by the numba dialect
+  uses it; a change to its code generation needs a new
+  `numba_backend._VERSION`.
+"""
+from __future__ import annotations
+
+from numba.core import cgutils, types
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
+
+IMPORT = "from pullback.backends.numba_views import _pb_view_a, _pb_view_c"
+
+
+def _ints(t, n):
+    return isinstance(t, types.BaseTuple) and len(t) == n and all(isinstance(e, types.Integer) for e in t)
+
+
+def _viewer(keep_c: bool):
+    def typer(typingctx, x, starts, shape, steps):
+        if not (isinstance(x, types.Array) and x.ndim >= 1 and all(_ints(t, x.ndim) for t in (starts, shape, steps))):
+            return None
+        ret = x.copy(layout="C" if keep_c and x.layout == "C" else "A", readonly=not x.mutable)
+
+        def codegen(context, builder, sig, args):
+            ary = make_array(sig.args[0])(context, builder, args[0])
+            intp = context.get_value_type(types.intp)
+            firsts, extents, steps_ = ([context.cast(builder, v, t, types.intp) for v, t in
+                                        zip(cgutils.unpack_tuple(builder, args[k]), sig.args[k])]
+                                       for k in (1, 2, 3))
+            strides = cgutils.unpack_tuple(builder, ary.strides)
+            offset = context.get_constant(types.intp, 0)
+            for f, s in zip(firsts, strides):
+                offset = builder.add(offset, builder.mul(f, s))
+            data = builder.bitcast(builder.gep(builder.bitcast(ary.data, cgutils.voidptr_t), [offset]),
+                                   ary.data.type)
+            out = make_array(ret)(context, builder)
+            populate_array(out, data=data, shape=cgutils.pack_array(builder, extents, ty=intp),
+                           strides=cgutils.pack_array(builder, [builder.mul(k, s) for k, s in zip(steps_, strides)],
+                                                      ty=intp),
+                           itemsize=ary.itemsize, meminfo=ary.meminfo, parent=ary.parent)
+            return impl_ret_borrowed(context, builder, ret, out._getvalue())
+
+        return ret(x, starts, shape, steps), codegen
+
+    typer.__name__ = "_pb_view_c" if keep_c else "_pb_view_a"
+    return intrinsic(typer)
+
+
+_pb_view_c = _viewer(True)
+_pb_view_a = _viewer(False)
+
+
+def _tup(xs) -> str:
+    return "(" + ", ".join(str(int(v)) for v in xs) + ("," if len(xs) == 1 else "") + ")"
+
+
+def view_text(x_text: str, shape, spec) -> str | None:
+    """The intrinsic's call for a static slice of an array (module docstring), or None."""
+    shape = tuple(int(d) for d in shape)
+    if not shape or len(spec) > len(shape) or any(s[0] != "s" for s in spec):
+        return None
+    spec = tuple(spec) + (("s", None, None, None),) * (len(shape) - len(spec))
+    starts, extents, steps = [], [], []
+    for d, (_, start, stop, step) in zip(shape, spec):
+        if not all(v is None or isinstance(v, int) for v in (start, stop, step)) or step == 0:
+            return None
+        a, b, k = slice(start, stop, step).indices(d)
+        starts.append(a)
+        extents.append(len(range(a, b, k)))
+        steps.append(k)
+    whole = all(a == 0 and n == d and k == 1 for a, n, k, d in zip(starts[1:], extents[1:], steps[1:], shape[1:]))
+    fn = "_pb_view_c" if whole and steps[0] == 1 else "_pb_view_a"
+    return f"{fn}({x_text}, {_tup(starts)}, {_tup(extents)}, {_tup(steps)})"

@@ -1,0 +1,91 @@
+"""Static slices as numba intrinsics (`backends/numba_views.py`; note
+[compile-time], "Slices in place"): the call printed for an IR slice spec, the
+view's values, memory and layout against NumPy's and numba's own slicing, and
+a derivative that slices end to end."""
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+from numba import njit, typeof  # noqa: E402
+
+import pullback as pb  # noqa: E402
+from pullback.backends import numba_backend  # noqa: E402
+from pullback.backends.numba_views import _pb_view_a, _pb_view_c, view_text  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("private_cache")   # conftest.py
+
+
+def _slices(shape, spec):
+    """NumPy's index for an IR spec (missing axes whole)."""
+    return tuple(slice(a, b, k) for _, a, b, k in spec)
+
+
+SPECS = [
+    ((7, 7), (("s", 1, None, None),)),                          # rows 1.. : C kept
+    ((7, 7), (("s", 1, 7, 1), ("s", 0, 3, 1))),                  # a column block: A
+    ((7, 7), (("s", None, None, None), ("s", 4, None, 1))),
+    ((6,), (("s", -4, None, None),)),                            # negative start
+    ((6,), (("s", None, None, -1),)),                            # reversed
+    ((6,), (("s", 5, 0, -2),)),
+    ((5, 4, 3), (("s", 1, 4, 2), ("s", None, None, None), ("s", 2, 3, 1))),
+    ((5, 4), (("s", 3, 3, 1),)),                                 # empty
+    ((5, 4), (("s", 2, 9, 1), ("s", -9, 2, 1))),                 # clamped
+]
+
+
+@pytest.mark.parametrize("shape,spec", SPECS)
+def test_view_text_matches_numpy_slicing(shape, spec):
+    x = np.arange(float(np.prod(shape))).reshape(shape)
+    text = view_text("x", shape, spec)
+    ns = {"_pb_view_a": _pb_view_a, "_pb_view_c": _pb_view_c, "njit": njit}
+    exec(f"@njit\ndef g(x):\n    return {text}", ns)   # noqa: S102  (the call as modules print it)
+    got = ns["g"](x)
+    np.testing.assert_array_equal(got, x[_slices(shape, spec)])
+    assert got.shape == x[_slices(shape, spec)].shape
+    assert np.shares_memory(got, x) or got.size == 0
+
+
+def test_view_text_declines_indices():
+    assert view_text("x", (3, 4), (("d",), ("s", 0, 2, 1))) is None
+    assert view_text("x", (3, 4), (("ds", 2), ("s", 0, 2, 1))) is None
+    assert view_text("x", (), ()) is None
+
+
+@njit
+def _both(x):
+    return _pb_view_c(x, (1, 0), (3, 4), (1, 1)), _pb_view_a(x, (0, 1), (4, 2), (1, 2))
+
+
+def test_views_share_memory_and_numba_layouts():
+    x = np.arange(16.0).reshape(4, 4)
+    c, a = _both(x)
+    np.testing.assert_array_equal(c, x[1:])
+    np.testing.assert_array_equal(a, x[:, 1::2])
+    assert typeof(c).layout == "C" and typeof(a).layout == "A"   # numba's own slicing gives the same
+    c[0, 0] = -1.0
+    assert x[1, 0] == -1.0                                      # a view, not a copy
+    f, _ = _both(np.asfortranarray(x))                           # C kept only for a C-ordered array
+    assert typeof(f).layout == "A"
+    np.testing.assert_array_equal(f, x[1:])
+
+
+def _minors(a):
+    rest = a[1:, :]
+    out = 0.0
+    for j in range(a.shape[0]):
+        m = np.concatenate([rest[:, :j], rest[:, j + 1:]], axis=1)
+        out = out + np.sum(m * m[::-1, ::-1]) * a[0, j]
+    return out + np.sum(a[::2, 1:3])
+
+
+def test_slicing_gradient_on_numba():
+    a = np.random.default_rng(4).standard_normal((5, 5))
+    src = numba_backend.emit_prog(numba_backend.lower(
+        pb.jit(lambda x: pb.grad(_minors)(x), backend="numba").staged(a).prog))
+    code = [ln.split("#")[0] for ln in src.splitlines()]
+    assert any("_pb_view_a(" in ln for ln in code) and any("_pb_view_c(" in ln for ln in code)
+    assert not any(":]" in ln or "[:" in ln for ln in code if "def " not in ln)   # no numba slicing left
+    np.testing.assert_allclose(pb.grad(_minors, backend="numba")(a), pb.grad(_minors, backend="interp")(a),
+                               rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(pb.jit(_minors, backend="numba")(a), _minors(a), rtol=1e-13)
