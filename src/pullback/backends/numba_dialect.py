@@ -471,6 +471,10 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
             if not region:
                 fe.line(depth, f"{name}[{fe.index_text(x, spec, e.args[2:], drop_trailing=False)}] {opr} {fe.a(v)}")
                 return
+            block = self._block_update(fe, name, x, v, spec, region, e.p["mode"])
+            if block is not None:   # a static block from an array of its shape: note [compile-time]
+                fe.line(depth, block)
+                return
             # a region: an explicit loop nest (numba's slice assignment is slow to compile)
             js = [fe.fresh(f"j{d}") for d in range(len(region))]
             target = regions.region_index(fe, st, js)
@@ -492,6 +496,21 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
             it = f"np.ascontiguousarray({it}).reshape(-1)"
             vt = f"np.ascontiguousarray({vt}).reshape({_shape_tuple(vshape)})"
         fe.line(depth, f"{h}({name}, {it}, {vt})")
+
+    def _block_update(self, fe, name, x, v, spec, region, mode):
+        """`name[spec] (+)= v` as `numba_views`' region intrinsic on a view, when the
+        spec is static slices and `v` a float array of the region's shape and
+        `x`'s dtype; else None ("Slices in place")."""
+        from .numba_views import IMPORT, view_text
+
+        if not (_ndim(v) == len(region) and tuple(v.type.shape) == tuple(region) and v.type.dtype == x.type.dtype
+                and x.type.dtype in ("f64", "f32")):
+            return None
+        target = view_text(name, x.type.shape, spec)
+        if target is None:
+            return None
+        self.helper("_pb_view_import", IMPORT)
+        return f"_pb_region_{'set' if mode == 'set' else 'add'}({target}, {fe.a(v)})"
 
     def view(self, fe, x, spec):
         """A static slice of `x` as `numba_views`' intrinsic, or None (note
