@@ -104,3 +104,23 @@ def test_numba_mask_array_helper():
     same = ns["_pb_smask"](y, a + 1.0, d * 0.0 + 1.0)   # no NaN: a fresh copy of y
     np.testing.assert_array_equal(same, y)
     assert not np.shares_memory(same, y)
+
+
+def test_masks_do_not_add_interpreted_work():
+    """Cheap derivatives: a fold into `smask` only replaces statements; the
+    interpreter's work on the folded program stays at or below the original's,
+    at two sizes, and grows with the size as the original's does."""
+    from pullback.backends.interp import OpCount
+
+    works = []
+    for n in (4, 64):
+        x, v = np.linspace(0.5, 2.0, n), np.linspace(-1.0, 1.0, n)
+        prog = pb.jit(_second, backend="interp").staged(x, v).prog
+        pair = []
+        for p in (prog, strong_mul(prog)):
+            ops = OpCount()
+            interp.run(p, x, v, ops=ops)
+            pair.append(ops.work)
+        assert pair[1] <= pair[0], (n, pair)
+        works.append(pair)
+    assert works[1][1] / works[0][1] <= 1.2 * works[1][0] / works[0][0]
