@@ -35,6 +35,8 @@ from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
+from .numba_exprs import shape_tuple
+
 IMPORT = "from pullback.backends.numba_views import _pb_view_a, _pb_view_c, _pb_region_add, _pb_region_set"
 
 
@@ -106,10 +108,6 @@ _pb_region_add = _region(True)
 _pb_region_set = _region(False)
 
 
-def _tup(xs) -> str:
-    return "(" + ", ".join(str(int(v)) for v in xs) + ("," if len(xs) == 1 else "") + ")"
-
-
 def view_text(x_text: str, shape, spec) -> str | None:
     """The intrinsic's call for a static slice of an array (module docstring), or None."""
     shape = tuple(int(d) for d in shape)
@@ -126,4 +124,4 @@ def view_text(x_text: str, shape, spec) -> str | None:
         steps.append(k)
     whole = all(a == 0 and n == d and k == 1 for a, n, k, d in zip(starts[1:], extents[1:], steps[1:], shape[1:]))
     fn = "_pb_view_c" if whole and steps[0] == 1 else "_pb_view_a"
-    return f"{fn}({x_text}, {_tup(starts)}, {_tup(extents)}, {_tup(steps)})"
+    return f"{fn}({x_text}, {shape_tuple(starts)}, {shape_tuple(extents)}, {shape_tuple(steps)})"
