@@ -56,7 +56,8 @@ unary("exp", np.exp, lambda b, x, y: y)
 unary("log", np.log, lambda b, x, y: b.div(c(x, 1.0), x))
 unary("log1p", np.log1p, lambda b, x, y: b.div(c(x, 1.0), b.add(c(x, 1.0), x)))
 unary("expm1", np.expm1, lambda b, x, y: b.add(y, c(y, 1.0)))
-unary("sqrt", np.sqrt, lambda b, x, y: b.div(c(y, 0.5), y))
+# sqrt' = 0.5 * (1 / y), the same bits as 0.5 / y: the reciprocal is shared (note [reciprocal-rules])
+unary("sqrt", np.sqrt, lambda b, x, y: b.mul(c(y, 0.5), b.div(c(y, 1.0), y)))
 unary("tanh", np.tanh, lambda b, x, y: b.sub(c(y, 1.0), b.mul(y, y)))
 unary("logistic", lambda x: 0.5 * (np.tanh(0.5 * x) + 1.0),
       lambda b, x, y: b.mul(y, b.sub(c(y, 1.0), y)))
@@ -227,8 +228,11 @@ TABLE.add(Row("smask", _smask_type, _smask_impl, _smask_jvp, _smask_vjp, _cost_o
 
 
 def _div_partials(b, x, y, o, n):
-    dx = b.div(c(o, 1.0), y) if n[0] else None
-    dy = b.neg(b.div(o, y)) if n[1] else None
+    # one reciprocal r = 1/y for both partials, -o * r instead of -o / y: CSE shares r with the
+    # program's own 1/y, and higher orders differentiate a product (note [reciprocal-rules])
+    r = b.div(c(o, 1.0), y)
+    dx = r if n[0] else None
+    dy = b.neg(b.mul(o, r)) if n[1] else None
     return dx, dy
 
 
