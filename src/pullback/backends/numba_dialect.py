@@ -128,6 +128,9 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         self.boundscheck = checks.bounds_checks_enabled() if boundscheck is None else bool(boundscheck)
         self.deco, self.deco_inline = _DECO, _DECO_INLINE
         self.helpers: dict[str, str] = {}     # helper name -> source
+        self.few: set = set()                 # helpers inlined where few sites call them (`few_helper`)
+        self.sites: dict = {}                 # few helper -> its calls in the functions (`count_sites`)
+        self._few_re = None                   # (len(few), the pattern of their calls)
         self.store_types: dict = {}           # element type -> index k of _ST{k}
         self.fixed_elems: set = set()         # large element types stored in buffers (`prepare`)
         self.buffer_stores: dict = {}         # k -> (dims text, dtype text, shape) of a buffer store
@@ -194,6 +197,11 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
     def finish(self, lines: list[str]) -> list[str]:
         """A function's lines (or helpers' sources) with new arrays printed as
         `numba_alloc`'s intrinsics (note [compile-time], "Allocations in place")."""
+        out = self._alloc_rewrite(lines)
+        self.count_sites(out)
+        return out
+
+    def _alloc_rewrite(self, lines: list[str]) -> list[str]:
         from .numba_alloc import rewrite
 
         out = [rewrite(t) for t in lines]
@@ -203,7 +211,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
     def header(self, mod) -> list[str]:
         from .numba_alloc import IMPORT
 
-        helpers = self.finish(list(self.helpers.values()))
+        helpers = self._alloc_rewrite([self.inline_few(n, s) for n, s in self.helpers.items()])
         out = ["from numba import njit", "from numba import types as _nbt", "from numba.typed import List"]
         if self.allocs:
             out.append(IMPORT)

@@ -73,7 +73,7 @@ def expr(d, fe, e: Prim, pat):
     if op == "where":
         c, x, y = args
         if out_nd == 0:   # a call, not a conditional expression: note [compile-time]
-            h = d.helper("_pb_sel", (f"{d.deco}\ndef _pb_sel(c, x, y):\n"
+            h = d.few_helper("_pb_sel", (f"{d.deco}\ndef _pb_sel(c, x, y):\n"
                                          f'    """x if c else y, as one call (note [compile-time])."""\n'
                                          f"    return x if c else y"))
             return f"{h}({A(c)}, {scalar_cast(out_t.dtype, A(x))}, {scalar_cast(out_t.dtype, A(y))})"

@@ -11,19 +11,55 @@ Each method writes its helper on first use and returns the helper's name:
 - `_reduce_lead_helper(op, dtype)` / `_reduce_all_helper(op, dtype)`: min or
   max over the first axis of a matrix, or of a whole vector; NaN wins, as in
   NumPy.
+- `few_helper(name, src)`: `helper(name, src)` for a helper that numba inlines
+  (its decorator becomes `deco_inline`) where at most `FEW_SITES` sites of the
+  module call it (these helpers and the scalar `_pb_sel`); `count_sites(lines)`
+  counts the calls in a function's final lines, `inline_few(name, src)` gives
+  the source to print (note [compile-time], "Helpers at few sites"). Not in a
+  module that runs maps in parallel; in a mutually recursive one `deco_inline`
+  is `deco` (calls).
 """
 from __future__ import annotations
+
+import re
 
 from . import pysource as ps
 
 _ND = ps._NP_DTYPE
 
+# numba compiles a helper as a function of its own, 0.05-0.2 s per module and process (typed,
+# lowered, optimised, linked into the caller and optimised again); an inline="always" one is
+# lowered at each site, about 30 ms each: inlined where at most this many sites call it
+FEW_SITES = 2
+
 
 class LoopHelpers:
+    def few_helper(self, name: str, src: str) -> str:
+        self.few.add(name)
+        return self.helper(name, src)
+
+    def count_sites(self, lines: list[str]) -> None:
+        """Add the calls of `few_helper`s in `lines` (a function's text) to `sites`."""
+        if not self.few:
+            return
+        if self._few_re is None or self._few_re[0] != len(self.few):
+            alts = "|".join(re.escape(n) for n in sorted(self.few, key=len, reverse=True))
+            self._few_re = (len(self.few), re.compile(rf"(?<![\w.])({alts})\("))
+        for t in lines:
+            for m in self._few_re[1].finditer(t):
+                self.sites[m.group(1)] = self.sites.get(m.group(1), 0) + 1
+
+    def inline_few(self, name: str, src: str) -> str:
+        """`src`, inlined by numba where few sites call it (module docstring)."""
+        if (name not in self.few or self.sites.get(name, 0) > FEW_SITES or self.par
+                or not src.startswith(self.deco + "\n")):
+            return src
+        return self.deco_inline + src[len(self.deco):]
+
     def index_array_check(self) -> str:
         """The helper that checks every index of an array against an axis size n
         in one pass, raising ``IndexError(K, i)`` at the first bad one."""
-        return self.helper("_pb_check_idx", (
+        return self.few_helper("_pb_check_idx", (
             f"{self.deco}\ndef _pb_check_idx(idx, n, k):\n"
             f"    for i in idx.flat:\n"
             f"        if i < -n or i >= n:\n"
@@ -43,11 +79,11 @@ class LoopHelpers:
         ix_v = ", ".join("k" if d == axis else f"i{d}" for d in range(ndim))
         lines.append(f"{'    ' * (len(other) + 2)}out[{ix_out}] += v[{ix_v}]")
         lines.append("    return out")
-        return self.helper(name, "\n".join(lines))
+        return self.few_helper(name, "\n".join(lines))
 
     def _reduce_helper(self, op: str, out_dtype: str) -> str:
         name = f"_reduce_{op}_{out_dtype}"
-        return self.helper(name, (
+        return self.few_helper(name, (
             f"{self.deco}\ndef {name}(x):\n"
             f"    out = np.empty(x.shape[0], dtype={_ND[out_dtype]})\n"
             f"    for k in range(x.shape[0]):\n"
@@ -77,4 +113,4 @@ class LoopHelpers:
 
     def _minmax_helper(self, name: str, op: str, loop: str) -> str:
         cmp = "<" if op == "min" else ">"
-        return self.helper(name, f"{self.deco}\ndef {name}(x):\n" + loop.replace("{cmp}", cmp) + "    return out")
+        return self.few_helper(name, f"{self.deco}\ndef {name}(x):\n" + loop.replace("{cmp}", cmp) + "    return out")
