@@ -8,6 +8,7 @@ first call go, on the numba backend.
     python benchmarks/compile_time.py --out benchmarks/results/compile-now.md
     python benchmarks/compile_time.py --variant opt3=,PULLBACK_NUMBA_OPT=3    # a variant: environment variables
     python benchmarks/compile_time.py --speed-opt 3,2 --cases lse:default,...  # warm speed per LLVM level
+    python benchmarks/compile_time.py --speed-opt 3,1 --speed-var PULLBACK_NUMBA_FOPT  # ... per function-pass level
     python benchmarks/compile_time.py --speed-forward --rounds 40               # forwarded entry vs wrapper
 
 Each case (PROGRAM:SIZE of `benchmarks/programs/`) runs in a new process with an
@@ -51,7 +52,9 @@ one run mean anything.
 primal and derivative at each LLVM level (``PULLBACK_NUMBA_OPT``, note
 [compile-time]), checks that the results are equal, and times warm calls of
 all of them interleaved (``--rounds`` rounds of 3 calls each): the speed cost
-of a lower level, measured side by side.
+of a lower level, measured side by side. ``--speed-var NAME`` sets another
+variable than ``PULLBACK_NUMBA_OPT`` to the levels (``PULLBACK_NUMBA_FOPT``: the
+level of numba's function-level passes, note [compile-time]).
 """
 from __future__ import annotations
 
@@ -252,10 +255,11 @@ def child(case: str, min_time: float, nfuncs: int, clock: str) -> dict:
     return out
 
 
-def child_speed(case: str, levels: list[int], rounds: int) -> dict:
-    """Warm-call speed of the case compiled at each LLVM level (`PULLBACK_NUMBA_OPT`)
-    in this one process, timed interleaved: `rounds` rounds, each calling every
-    level's primal and derivative a few times; per level the median call."""
+def child_speed(case: str, levels: list[int], rounds: int, var: str = "PULLBACK_NUMBA_OPT") -> dict:
+    """Warm-call speed of the case compiled at each LLVM level (`var`, by default
+    `PULLBACK_NUMBA_OPT`) in this one process, timed interleaved: `rounds` rounds,
+    each calling every level's primal and derivative a few times; per level the
+    median call."""
     prog_name, size = case.split(":")
     sys.path.insert(0, HERE)
     import importlib
@@ -271,7 +275,7 @@ def child_speed(case: str, levels: list[int], rounds: int) -> dict:
     inp = mod.make_input(mod.SIZES[size], np.random.default_rng(0))
     builds = {}
     for lv in levels:
-        os.environ["PULLBACK_NUMBA_OPT"] = str(lv)
+        os.environ[var] = str(lv)
         nb._MEMO.clear()
         primal, deriv, args = mod.tool_pullback(inp, "numba")
         ref = (primal(*args), deriv(*args))
@@ -360,7 +364,7 @@ def run_speed(cases: list[str], args) -> str:
         cache = tempfile.mkdtemp(prefix="pb-speed-")
         try:
             cmd = [sys.executable, os.path.abspath(__file__), "--child-speed", case, "--speed-opt", args.speed_opt,
-                   "--rounds", str(args.rounds), "--clock", args.clock]
+                   "--speed-var", args.speed_var, "--rounds", str(args.rounds), "--clock", args.clock]
             if shutil.which("taskset"):
                 cmd = ["taskset", "-c", str(args.core)] + cmd
             env = _env(SRC, cache, {"PULLBACK_WARM_CACHE": "0"})
@@ -495,6 +499,8 @@ def parse_args(argv=None):
     p.add_argument("--speed-opt", default=None, metavar="L1,L2,...",
                    help="instead: warm-call speed at these LLVM levels (PULLBACK_NUMBA_OPT), compiled and timed "
                         "interleaved in one process per case")
+    p.add_argument("--speed-var", default="PULLBACK_NUMBA_OPT", metavar="NAME",
+                   help="--speed-opt: the variable the levels set (PULLBACK_NUMBA_FOPT: numba's function passes)")
     p.add_argument("--rounds", type=int, default=30, help="--speed-opt: rounds of interleaved calls")
     p.add_argument("--speed-forward", action="store_true",
                    help="instead: the derivative's warm calls with its forwarded entry and with the wrapper entry, "
@@ -513,7 +519,8 @@ def main(argv=None):
     if args.child_speed:
         if args.clock == "wall":
             NOW[0] = time.perf_counter
-        print(json.dumps(child_speed(args.child_speed, [int(x) for x in args.speed_opt.split(",")], args.rounds)))
+        print(json.dumps(child_speed(args.child_speed, [int(x) for x in args.speed_opt.split(",")], args.rounds,
+                                     args.speed_var)))
         return 0
     if args.child_forward:
         if args.clock == "wall":

@@ -306,3 +306,77 @@ def test_adjoint_rows_vectorise_without_hoisted_checks(_hoist_env):
     assert not _adjoint_sum_vectorised(A, elimination_row_sum)
     # det_lu's row and column sweeps run forward (note [independent-loops]): vectorised either way
     assert _adjoint_sum_vectorised(A)
+
+
+@pytest.fixture
+def _fopt_env():
+    old = os.environ.pop("PULLBACK_NUMBA_OPT", None)
+    yield from _unset("PULLBACK_NUMBA_FOPT")
+    if old is not None:
+        os.environ["PULLBACK_NUMBA_OPT"] = old
+
+
+def test_function_opt_level_setting(_fopt_env):
+    assert numba_opt.function_opt_level() == numba_opt._DEFAULT_FOPT == 1
+    os.environ["PULLBACK_NUMBA_FOPT"] = "3"
+    assert numba_opt.function_opt_level() == 3
+    os.environ["PULLBACK_NUMBA_FOPT"] = "cheap"   # not a level: the default
+    assert numba_opt.function_opt_level() == numba_opt._DEFAULT_FOPT
+    os.environ["PULLBACK_NUMBA_FOPT"] = "3"
+    os.environ["PULLBACK_NUMBA_OPT"] = "2"        # never above the module passes' level
+    assert numba_opt.function_opt_level() == 2
+
+
+def _function_pass_level(monkeypatch) -> int:
+    """The level numba builds its function-level pass manager at, now."""
+    from numba.core import codegen
+    from numba.core.registry import cpu_target
+
+    seen = []
+    real = codegen.create_pass_builder
+
+    def spy(tm, opt, **kw):
+        seen.append(opt)
+        return real(tm, opt=opt, **kw)
+
+    monkeypatch.setattr(codegen, "create_pass_builder", spy)
+    cpu_target.target_context.codegen()._function_pass_manager()
+    monkeypatch.setattr(codegen, "create_pass_builder", real)
+    return seen[-1]
+
+
+def test_function_passes_at_the_level_inside_numba_opt_only(_fopt_env, monkeypatch):
+    """note [compile-time], "Function passes": pullback's compiles build numba's function
+    pass managers at `function_opt_level()`; everyone else's numba code gets numba's own."""
+    from numba.core import config
+
+    own = int(config.OPT)
+    assert _function_pass_level(monkeypatch) == own
+    with numba_opt.numba_opt(3):
+        assert _function_pass_level(monkeypatch) == 1
+        with numba_opt.numba_opt(3):
+            pass                                   # an inner context must not restore numba's method
+        assert _function_pass_level(monkeypatch) == 1
+    assert _function_pass_level(monkeypatch) == own
+    os.environ["PULLBACK_NUMBA_FOPT"] = "2"
+    with numba_opt.numba_opt(3):
+        assert _function_pass_level(monkeypatch) == 2
+    with pytest.raises(ValueError), numba_opt.numba_opt(3):
+        raise ValueError("x")
+    assert _function_pass_level(monkeypatch) == own
+
+
+def test_module_name_covers_function_passes(_fopt_env):
+    assert len(_names_under("PULLBACK_NUMBA_FOPT", ("1", "3"))) == 4
+
+
+def test_values_equal_across_function_pass_levels(_fopt_env):
+    """The function passes only prepare the IR for the module's: the same bits."""
+    x = np.linspace(0.1, 0.9, 7)
+    prog = _grad_prog(big, x)
+    outs = []
+    for lv in ("1", "3"):
+        os.environ["PULLBACK_NUMBA_FOPT"] = lv
+        outs.append(numba_backend.compile_prog(prog)(x)[0])
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_allclose(outs[0], interp.run(prog, x)[0], rtol=1e-12)

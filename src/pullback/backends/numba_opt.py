@@ -12,6 +12,11 @@ Contract:
   numba's own level (``$NUMBA_OPT``, default 3). Read at each compile;
   `numba_backend` puts it into the module hash, so machine code of one level
   is never loaded for another.
+- `function_opt_level() -> int`: the level of the function-level passes numba
+  runs on each function's LLVM IR as it is added to a code library, before
+  the library's module passes at `opt_level()`: ``$PULLBACK_NUMBA_FOPT``
+  (0-3) if set, else `_DEFAULT_FOPT`; never above `opt_level()` (note
+  [compile-time], "Function passes").
 - `memory_checks() -> int`: how many runtime alias checks LLVM's loop
   vectoriser may emit before a loop (its ``-vectorize-memory-check-threshold``):
   ``$PULLBACK_NUMBA_MEMCHECKS`` if set to an integer, else `_MEMCHECKS`
@@ -36,7 +41,9 @@ Contract:
   at `level` (its `config.OPT`) and LLVM's vectoriser allows `memory_checks()`
   runtime checks and hoists them as `hoist_checks()` says, holding numba's
   global compiler lock so that no other thread's numba compile sees the
-  settings; numba's level and LLVM's defaults are restored on exit. Code generation keeps numba's target machine
+  settings; numba's level and LLVM's defaults are restored on exit. The
+  outermost context also builds numba's function-level pass managers at
+  `function_opt_level()`. Code generation keeps numba's target machine
   (built once per process, at numba's own level). The outermost context also
   memoises numba's call-type resolution (`numba_typing`).
 """
@@ -54,6 +61,12 @@ if TYPE_CHECKING:
 # 4-5% slower (the other benchmark programs: within noise; `benchmarks/compile_time.py
 # --speed-opt 3,2,1`), so the default stays 3 and PULLBACK_NUMBA_OPT=2 opts in
 _DEFAULT_OPT = 3
+
+# note [compile-time], "Function passes": numba runs its whole O3 pipeline on each function as it
+# is added, then again on the linked module; O1 there (SROA, early CSE, instcombine, CFG
+# simplification) leaves the module passes the same work: gmm's and lstm's first calls about 10%
+# faster, warm calls within noise
+_DEFAULT_FOPT = 1
 
 # note [vectorize-memchecks]: LLVM's default (128) keeps a fused adjoint loop that reads ~30
 # arrays and writes ~8 scalar; ba's two reverse sweeps vectorise from about 1024 on (2x faster)
@@ -78,6 +91,12 @@ def opt_level() -> int:
     return min(_DEFAULT_OPT, int(numba.config.OPT))
 
 
+def function_opt_level() -> int:
+    """The level of numba's function-level passes in pullback's modules (module docstring)."""
+    v = os.environ.get("PULLBACK_NUMBA_FOPT", "").strip()
+    return min(int(v) if v in ("0", "1", "2", "3") else _DEFAULT_FOPT, opt_level())
+
+
 def memory_checks() -> int:
     """The vectoriser's runtime-check threshold for pullback's modules (module docstring)."""
     v = os.environ.get("PULLBACK_NUMBA_MEMCHECKS", "").strip()
@@ -92,7 +111,7 @@ def hoist_checks() -> bool:
 
 def llvm_tag() -> str:
     """The LLVM settings pullback's modules are built under, for the module hash."""
-    return f"O{opt_level()} vmc{memory_checks()} hrc{int(hoist_checks())}"
+    return f"O{opt_level()} fO{function_opt_level()} vmc{memory_checks()} hrc{int(hoist_checks())}"
 
 
 def _set_memory_checks(n: int) -> None:
@@ -135,6 +154,7 @@ class numba_opt:
                 _set_hoist_checks(self.hoist)
             if outer:
                 numba_typing.install()
+                _install_function_passes(min(function_opt_level(), self.level))
             numba_opt._depth += 1
         except BaseException:
             config.OPT = self.old
@@ -150,6 +170,7 @@ class numba_opt:
             numba_opt._depth -= 1
             if numba_opt._depth == 0:
                 numba_typing.uninstall()
+                _uninstall_function_passes()
             if self.checks != _LLVM_DEFAULT_MEMCHECKS:
                 _set_memory_checks(_LLVM_DEFAULT_MEMCHECKS)
             if self.hoist != _LLVM_DEFAULT_HOIST:
@@ -157,6 +178,29 @@ class numba_opt:
         finally:
             self.lock.release()
         return False
+
+
+def _install_function_passes(level: int) -> None:
+    """numba's function-level pass managers at `level` (call with numba's compiler lock held)."""
+    from numba.core.codegen import CPUCodegen
+
+    orig = CPUCodegen.__dict__["_function_pass_manager"]
+    orig = getattr(orig, "__wrapped__", orig)
+
+    def function_pass_manager(self, **kwargs):
+        kwargs.setdefault("opt", level)
+        return orig(self, **kwargs)
+
+    function_pass_manager.__wrapped__ = orig
+    CPUCodegen._function_pass_manager = function_pass_manager
+
+
+def _uninstall_function_passes() -> None:
+    from numba.core.codegen import CPUCodegen
+
+    orig = getattr(CPUCodegen.__dict__["_function_pass_manager"], "__wrapped__", None)
+    if orig is not None:
+        CPUCodegen._function_pass_manager = orig
 
 
 def forwarded(prog: Prog, f: Func) -> Func:
