@@ -312,6 +312,7 @@ def test_adjoint_rows_vectorise_without_hoisted_checks(_hoist_env):
 def _fopt_env():
     old = os.environ.pop("PULLBACK_NUMBA_OPT", None)
     yield from _unset("PULLBACK_NUMBA_FOPT")
+    os.environ.pop("PULLBACK_NUMBA_OPT", None)
     if old is not None:
         os.environ["PULLBACK_NUMBA_OPT"] = old
 

@@ -1,7 +1,8 @@
 """Static slices as numba intrinsics (`backends/numba_views.py`; note
 [compile-time], "Slices in place"): the call printed for an IR slice spec, the
 view's values, memory and layout against NumPy's and numba's own slicing, and
-a derivative that slices end to end."""
+a derivative that slices end to end; static reshapes (`_pb_reshape`, "Reshapes in
+place") against NumPy, C arrays viewed and other layouts copied."""
 import numpy as np
 import pytest
 
@@ -11,7 +12,8 @@ from numba import njit, typeof  # noqa: E402
 
 import pullback as pb  # noqa: E402
 from pullback.backends import numba_backend  # noqa: E402
-from pullback.backends.numba_views import _pb_region_add, _pb_region_set, _pb_view_a, _pb_view_c, view_text  # noqa: E402
+from pullback.backends.numba_views import (_pb_region_add, _pb_region_set, _pb_reshape, _pb_view_a,  # noqa: E402
+                                          _pb_view_c, view_text)
 
 pytestmark = pytest.mark.usefixtures("private_cache")   # conftest.py
 
@@ -143,3 +145,75 @@ def test_block_updates_in_a_gradient():
     np.testing.assert_allclose(pb.grad(_blocks, backend="numba")(a), pb.grad(_blocks, backend="interp")(a),
                                rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(pb.jit(_blocks, backend="numba")(a), _blocks(a), rtol=1e-13)
+
+
+@njit(cache=False)
+def _reshape2(x):
+    return _pb_reshape(x, (3, 4))
+
+
+@njit(cache=False)
+def _reshape_flat(x):
+    return _pb_reshape(x, (12,))
+
+
+@njit(cache=False)
+def _reshape3(x):
+    return _pb_reshape(x, (2, 3, 2))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.bool_])
+def test_reshape_of_c_arrays_is_a_view(dtype):
+    x = (np.arange(12) % 5).astype(dtype).reshape(4, 3)
+    for fn, shape in ((_reshape2, (3, 4)), (_reshape_flat, (12,)), (_reshape3, (2, 3, 2))):
+        y = fn(x)
+        assert y.dtype == dtype and y.flags.c_contiguous
+        np.testing.assert_array_equal(y, x.reshape(shape))
+        assert np.shares_memory(y, x)                    # no copy, as numba's reshape of a C array
+    assert typeof(_reshape2(x)).layout == "C"
+
+
+def test_reshape_of_other_layouts_copies():
+    base = np.arange(24.0).reshape(4, 6)
+    for x in (base[:, ::2], base.T[::2], np.asfortranarray(base[:, :3]), base[::-1, 1:4]):
+        assert x.size == 12 and not x.flags.c_contiguous
+        y = _reshape2(x)
+        np.testing.assert_array_equal(y, np.ascontiguousarray(x).reshape(3, 4))
+        assert not np.shares_memory(y, base) and typeof(y).layout == "C"
+
+
+def test_reshape_keeps_its_source_alive():
+    """The view holds a reference to its source's memory: numba frees the temporary
+    only when the view goes (NRT's allocation counts)."""
+    from numba.core.runtime import _nrt_python, rtsys
+
+    @njit(cache=False)
+    def f(n):
+        return _pb_reshape(np.arange(n * 1.0), (n // 2, 2))     # the source is a temporary
+
+    was = _nrt_python.memsys_stats_enabled()
+    _nrt_python.memsys_enable_stats()
+    try:
+        f(4)
+        s0 = rtsys.get_allocation_stats()
+        y = f(10)
+        s1 = rtsys.get_allocation_stats()
+        assert (s1.mi_alloc - s0.mi_alloc, s1.mi_free - s0.mi_free) == (1, 0)
+        np.testing.assert_array_equal(y, np.arange(10.0).reshape(5, 2))
+        del y
+        s2 = rtsys.get_allocation_stats()
+        assert (s2.mi_alloc - s0.mi_alloc, s2.mi_free - s0.mi_free) == (1, 1)
+    finally:
+        if not was:
+            _nrt_python.memsys_disable_stats()
+
+
+def test_gradient_module_prints_reshapes():
+    def g(x):
+        m = np.max(x.reshape(3, 4), axis=1, keepdims=True)
+        return np.sum(np.exp(x.reshape(3, 4) - m).reshape(12) * x)
+
+    x = np.linspace(-1.0, 1.0, 12)
+    src = numba_backend.emit_prog(numba_backend.lower(pb.grad(g)._jit.staged(x).prog), parallel=False)
+    assert "_pb_reshape(" in src and "np.ascontiguousarray(" not in src
+    np.testing.assert_allclose(pb.grad(g, backend="numba")(x), pb.grad(g, backend="interp")(x), rtol=1e-14)

@@ -530,6 +530,14 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
             self.helper("_pb_view_import", IMPORT)
         return text
 
+    def reshaped(self, x_text: str, shape) -> str:
+        """`np.ascontiguousarray(x).reshape(shape)` for a static shape of at least one
+        axis, as `numba_views._pb_reshape` (note [compile-time], "Reshapes in place")."""
+        from .numba_views import IMPORT
+
+        self.helper("_pb_view_import", IMPORT)
+        return f"_pb_reshape({x_text}, {numba_exprs.shape_tuple(shape)})"
+
     # -- expressions ---------------------------------------------------------------------
     def expr(self, fe, e: Prim, pat):
         """The numba form of `e`, or None where pysource's NumPy form works as is

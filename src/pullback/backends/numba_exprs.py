@@ -103,7 +103,7 @@ def expr(d, fe, e: Prim, pat):
             return f"np.full({shape_tuple(p['shape'])}, {A(x)})" if p["shape"] else A(x)
         if not p["shape"]:
             return f"np.ascontiguousarray({A(x)}).reshape(-1)[0]"
-        return f"np.ascontiguousarray({A(x)}).reshape({shape_tuple(p['shape'])})"
+        return d.reshaped(A(x), p["shape"])
     if op == "transpose":
         (x,) = args
         if _ndim(x) <= 1:
@@ -153,10 +153,10 @@ def expr(d, fe, e: Prim, pat):
         if op in ("min", "max") and axes == tuple(range(len(axes))) and R >= 1 and out_t.dtype == x.type.dtype:
             # leading axes (a transposed layout's, note [transposed-layout]): rows at a time
             h = d._reduce_lead_helper(op, out_t.dtype)
-            return (f"{h}(np.ascontiguousarray({A(x)}).reshape(({R}, {K})))"
+            return (f"{h}({d.reshaped(A(x), (R, K))})"
                     f".reshape({shape_tuple(out_t.shape)})")
         h = d._reduce_helper(op, out_t.dtype)
         xt = A(x) if keep + list(axes) == list(range(nd)) else f"np.transpose({A(x)}, {tuple(keep + list(axes))!r})"
-        return (f"{h}(np.ascontiguousarray({xt}).reshape(({K}, {R})))"
+        return (f"{h}({d.reshaped(xt, (K, R))})"
                 f".reshape({shape_tuple(out_t.shape)})")
     return None

@@ -22,6 +22,14 @@ Contract:
   loop nest the numba dialect printed for an `index_update` of a static
   region, element for element the same operations, lowered as LLVM loops
   instead of numba's range loops (about 12 ms of numba's lowering per nest).
+- `_pb_reshape(x, shape)`: numba intrinsic, `np.ascontiguousarray(x).reshape(shape)`
+  for a tuple `shape` of at least one integer whose product is `x`'s size (the
+  caller guarantees it: the IR's static reshape). A C-ordered `x` gives the
+  view directly (its memory, a new reference to its meminfo, C strides);
+  another layout goes through numba's own `np.ascontiguousarray` and reshape.
+  numba's `.reshape` lowers a call of its no-copy reshape routine, a tuple and
+  a failure branch raising an error at each site, and `np.ascontiguousarray`
+  is a function numba compiles per signature.
 - numba lowers `x[a:b, c:d]` through its generic slicing code, about 5 ms of
   lowering per slice (det's gradient has over a hundred); the intrinsic's
   code is a few integer operations. Only code printed by the numba dialect
@@ -37,7 +45,8 @@ from numba.np.arrayobj import make_array, populate_array
 
 from .numba_exprs import shape_tuple
 
-IMPORT = "from pullback.backends.numba_views import _pb_view_a, _pb_view_c, _pb_region_add, _pb_region_set"
+IMPORT = ("from pullback.backends.numba_views import _pb_view_a, _pb_view_c, _pb_region_add, _pb_region_set, "
+          "_pb_reshape")
 
 
 def _ints(t, n):
@@ -106,6 +115,37 @@ def _region(add: bool):
 
 _pb_region_add = _region(True)
 _pb_region_set = _region(False)
+
+
+@intrinsic
+def _pb_reshape(typingctx, x, shape):
+    if not (isinstance(x, types.Array) and isinstance(shape, types.BaseTuple) and len(shape) >= 1
+            and all(isinstance(t, types.Integer) for t in shape)):
+        return None
+    ret = x.copy(ndim=len(shape), layout="C", readonly=not x.mutable)
+    sig = ret(x, shape)
+
+    def codegen(context, builder, sig, args):
+        xty = sig.args[0]
+        if xty.layout != "C":
+            import numpy as np
+
+            return context.compile_internal(builder, lambda a, s: np.ascontiguousarray(a).reshape(s), sig, args)
+        ary = make_array(xty)(context, builder, args[0])
+        intp = context.get_value_type(types.intp)
+        extents = [context.cast(builder, v, t, types.intp)
+                   for v, t in zip(cgutils.unpack_tuple(builder, args[1]), sig.args[1])]
+        strides, step = [], ary.itemsize
+        for n in reversed(extents):
+            strides.insert(0, step)
+            step = builder.mul(step, n)
+        out = make_array(ret)(context, builder)
+        populate_array(out, data=ary.data, shape=cgutils.pack_array(builder, extents, ty=intp),
+                       strides=cgutils.pack_array(builder, strides, ty=intp),
+                       itemsize=ary.itemsize, meminfo=ary.meminfo, parent=ary.parent)
+        return impl_ret_borrowed(context, builder, ret, out._getvalue())
+
+    return sig, codegen
 
 
 def view_text(x_text: str, shape, spec) -> str | None:
