@@ -87,3 +87,26 @@ def test_gradient_with_inlined_helpers_matches_the_interpreter():
     src = _source(pb.grad(f), x, *idx[:2])
     assert _inlined(src, "_take_add0_1") is True
     np.testing.assert_array_equal(pb.grad(f, backend="numba")(x, *idx[:2]), pb.grad(f, backend="interp")(x, *idx[:2]))
+
+
+def vec_sum(x, y):
+    return np.sum(x) + np.sum(y[::-2]) * 0.5
+
+
+_R = np.random.default_rng(3).standard_normal(101)
+
+
+@pytest.mark.parametrize("x", [np.full(40, -0.0), np.tile([1e16, 1.0, -1e16, 3.0], 10),
+                               np.concatenate([_R[:40], [np.inf], _R[40:50]]),
+                               np.concatenate([_R[:40], [np.nan]]), _R])
+def test_vector_sum_helper_has_numbas_bits(x):
+    """`_reduce_all_sum_f64` adds in numba's order (from 0.0, index order): the same bits as
+    numba's np.sum, strided vectors included."""
+    import numba
+
+    src = _source(vec_sum, x, x)
+    code = "\n".join(t.split("#")[0] for t in src.split("\n\n\n", 1)[1].splitlines())
+    assert "_reduce_all_sum_f64(" in code and "np.sum(" not in code
+    want = numba.njit(cache=False)(lambda x, y: np.sum(x) + np.sum(y[::-2]) * 0.5)(x, x)
+    got = pb.jit(vec_sum, backend="numba")(x, x)
+    assert np.asarray(got).tobytes() == np.asarray(want).tobytes()

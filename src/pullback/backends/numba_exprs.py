@@ -141,6 +141,8 @@ def expr(d, fe, e: Prim, pat):
             # a loop, not numba's np.max/np.min (which compile np.take and an
             # iterator: about 0.5 s per process, note [compile-time])
             return f"{d._reduce_all_helper(op, out_t.dtype)}({A(x)})"
+        if op == "sum" and nd == 1 and x.type.dtype == out_t.dtype == "f64":
+            return f"{d._sum_all_helper()}({A(x)})"   # numba's order, without its axis checks
         if len(axes) == nd:
             r = f"{ps._REDUCE[op]}({A(x)})"
             return scalar_cast(out_t.dtype, r) if out_t.dtype != x.type.dtype else r
