@@ -227,14 +227,19 @@ def test_module_name_covers_memory_checks(_memchecks_env):
     assert len(_names_under("PULLBACK_NUMBA_MEMCHECKS", ("128", "4096"))) == 4
 
 
-def test_values_equal_across_memory_checks(_memchecks_env):
-    """Vectorising keeps every operation and its order (no fast-math): equal bit for bit."""
-    x = np.linspace(0.1, 0.9, 4099)
+def _values_under(var: str, values, x):
+    """`big`'s gradient program and its numba results, compiled under each value of `var`."""
     prog = _grad_prog(big, x)
     outs = []
-    for n in ("128", "4096"):
-        os.environ["PULLBACK_NUMBA_MEMCHECKS"] = n
+    for v in values:
+        os.environ[var] = v
         outs.append(numba_backend.compile_prog(prog)(x)[0])
+    return prog, outs
+
+
+def test_values_equal_across_memory_checks(_memchecks_env):
+    """Vectorising keeps every operation and its order (no fast-math): equal bit for bit."""
+    _, outs = _values_under("PULLBACK_NUMBA_MEMCHECKS", ("128", "4096"), np.linspace(0.1, 0.9, 4099))
     np.testing.assert_array_equal(outs[0], outs[1])
 
 
@@ -374,10 +379,6 @@ def test_module_name_covers_function_passes(_fopt_env):
 def test_values_equal_across_function_pass_levels(_fopt_env):
     """The function passes only prepare the IR for the module's: the same bits."""
     x = np.linspace(0.1, 0.9, 7)
-    prog = _grad_prog(big, x)
-    outs = []
-    for lv in ("1", "3"):
-        os.environ["PULLBACK_NUMBA_FOPT"] = lv
-        outs.append(numba_backend.compile_prog(prog)(x)[0])
+    prog, outs = _values_under("PULLBACK_NUMBA_FOPT", ("1", "3"), x)
     np.testing.assert_array_equal(outs[0], outs[1])
     np.testing.assert_allclose(outs[0], interp.run(prog, x)[0], rtol=1e-12)
