@@ -195,8 +195,9 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         return bool(self.recursive)
 
     def finish(self, lines: list[str]) -> list[str]:
-        """A function's lines (or helpers' sources) with new arrays printed as
-        `numba_alloc`'s intrinsics (note [compile-time], "Allocations in place")."""
+        """A function's lines with new arrays printed as `numba_alloc`'s intrinsics
+        (note [compile-time], "Allocations in place"); counts their calls of few-site
+        helpers (`count_sites`). The helpers' sources get the same rewrite in `header`."""
         out = self._alloc_rewrite(lines)
         self.count_sites(out)
         return out

@@ -41,11 +41,11 @@ Contract:
   at `level` (its `config.OPT`) and LLVM's vectoriser allows `memory_checks()`
   runtime checks and hoists them as `hoist_checks()` says, holding numba's
   global compiler lock so that no other thread's numba compile sees the
-  settings; numba's level and LLVM's defaults are restored on exit. The
-  outermost context also builds numba's function-level pass managers at
-  `function_opt_level()`. Code generation keeps numba's target machine
-  (built once per process, at numba's own level). The outermost context also
-  memoises numba's call-type resolution (`numba_typing`).
+  settings; numba's level and LLVM's defaults are restored on exit. Code
+  generation keeps numba's target machine (built once per process, at numba's
+  own level). The outermost context also memoises numba's call-type resolution
+  (`numba_typing`) and builds numba's function-level pass managers at
+  `function_opt_level()`.
 """
 from __future__ import annotations
 
