@@ -29,15 +29,13 @@ os.environ["PULLBACK_CHECKS"] = "1"
 os.environ.setdefault("PULLBACK_BACKEND", "pysource")
 os.environ.setdefault("PULLBACK_TIERED", "0")
 
-try:
+if importlib.util.find_spec("hypothesis") is not None:   # a dev dependency: no profiles without it
     from hypothesis import HealthCheck, settings
 
     settings.register_profile("default", deadline=None)
     settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True,
                               suppress_health_check=[HealthCheck.too_slow])
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
-except ImportError:  # pragma: no cover - hypothesis is a dev dependency
-    pass
 
 
 def pytest_configure(config):

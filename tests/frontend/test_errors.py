@@ -37,8 +37,8 @@ def expect(exc, fn, args, needle, static_argnums=(), where=None):
 def test_class_def():
     def f(x):
         class A:  # here
-            pass
-        return x
+            scale = 2.0
+        return x * A.scale
 
     expect(UnsupportedSyntaxError, f, (1.0,), "# here")
 
@@ -57,7 +57,7 @@ def test_try():
 def test_with():
     def f(x):
         with open("/dev/null"):  # here
-            pass
+            x = x + 1.0
         return x
 
     expect(UnsupportedSyntaxError, f, (1.0,), "# here")

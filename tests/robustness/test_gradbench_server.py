@@ -285,7 +285,7 @@ def test_too_long_line_keeps_its_id():
 
 
 class Boom(Exception):
-    pass
+    """An exception the server has never heard of."""
 
 
 @pytest.mark.parametrize("exc", [
