@@ -500,17 +500,15 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         h = self._take_add_helper(axis, _ndim(x))
         it, vt = fe.a(idx), fe.a(v)
         if _ndim(idx) > 1:
-            xs = tuple(x.type.shape)
-            vshape = xs[:axis] + (int(np.prod(idx.type.shape)),) + xs[axis + 1:]
-            it = f"np.ascontiguousarray({it}).reshape(-1)"
-            vt = f"np.ascontiguousarray({vt}).reshape({_shape_tuple(vshape)})"
+            xs, n = tuple(x.type.shape), int(np.prod(idx.type.shape))
+            it, vt = self.reshaped(it, (n,)), self.reshaped(vt, xs[:axis] + (n,) + xs[axis + 1:])
         fe.line(depth, f"{h}({name}, {it}, {vt})")
 
     def _block_update(self, fe, name, x, v, spec, region, mode):
         """`name[spec] (+)= v` as `numba_views`' region intrinsic on a view, when the
         spec is static slices and `v` a float array of the region's shape and
         `x`'s dtype; else None ("Slices in place")."""
-        from .numba_views import IMPORT, view_text
+        from .numba_views import view_text
 
         if not (_ndim(v) == len(region) and tuple(v.type.shape) == tuple(region) and v.type.dtype == x.type.dtype
                 and x.type.dtype in ("f64", "f32")):
@@ -518,26 +516,27 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         target = view_text(name, x.type.shape, spec)
         if target is None:
             return None
-        self.helper("_pb_view_import", IMPORT)
-        return f"_pb_region_{'set' if mode == 'set' else 'add'}({target}, {fe.a(v)})"
+        return self._viewing(f"_pb_region_{'set' if mode == 'set' else 'add'}({target}, {fe.a(v)})")
 
     def view(self, fe, x, spec):
         """A static slice of `x` as `numba_views`' intrinsic, or None (note
         [compile-time], "Slices in place")."""
-        from .numba_views import IMPORT, view_text
+        from .numba_views import view_text
 
         text = view_text(fe.a(x), x.type.shape, spec) if isinstance(x.type, TensorType) else None
-        if text is not None:
-            self.helper("_pb_view_import", IMPORT)
-        return text
+        return None if text is None else self._viewing(text)
 
     def reshaped(self, x_text: str, shape) -> str:
         """`np.ascontiguousarray(x).reshape(shape)` for a static shape of at least one
         axis, as `numba_views._pb_reshape` (note [compile-time], "Reshapes in place")."""
+        return self._viewing(f"_pb_reshape({x_text}, {numba_exprs.shape_tuple(shape)})")
+
+    def _viewing(self, text: str) -> str:
+        """`text`, a call of a `numba_views` intrinsic: the module imports them."""
         from .numba_views import IMPORT
 
         self.helper("_pb_view_import", IMPORT)
-        return f"_pb_reshape({x_text}, {numba_exprs.shape_tuple(shape)})"
+        return text
 
     # -- expressions ---------------------------------------------------------------------
     def expr(self, fe, e: Prim, pat):

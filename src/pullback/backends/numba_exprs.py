@@ -94,8 +94,8 @@ def expr(d, fe, e: Prim, pat):
         x, idx = args
         if _ndim(idx) > 1:
             pre = ":, " * p["axis"]
-            return (f"np.ascontiguousarray({A(x)}[{pre}np.ascontiguousarray({A(idx)}).reshape(-1)])"
-                    f".reshape({shape_tuple(out_t.shape)})")
+            flat = d.reshaped(A(idx), (int(np.prod(idx.type.shape)),))
+            return d.reshaped(f"{A(x)}[{pre}{flat}]", out_t.shape)
         return None
     if op == "reshape":
         (x,) = args
