@@ -2,7 +2,8 @@
 piece (`NumbaDialect.concat_copies`, note [compile-time], "Concatenations"):
 numba's `np.concatenate` of a long tuple compiles for tens of seconds (ht's
 `np.stack` of 22 bone transforms). Results are bit for bit the interpreter's
-and NumPy's; two pieces keep `np.concatenate`."""
+and NumPy's; two pieces print as one call (`_pb_concat`, note [compile-time],
+"Concatenations in place")."""
 import re
 
 import numpy as np
@@ -15,7 +16,7 @@ from pullback.backends import interp
 from pullback.backends import numba_backend as nb
 from pullback.backends.numba_dialect import CONCAT_COPIES
 
-_CALL = re.compile(r"np\.concatenate\(\(([^)]*)\)")
+_CALL = re.compile(r"(?:np\.concatenate|_pb_concat)\(\(([^)]*)\)")
 _COPY = re.compile(r"^\s+\w+\[[\w, +]+\] = \w+\[[\w, ]+\]  # pb:concatenate$", re.M)   # in a loop nest
 _SLICE = re.compile(r"^\s+\w+\[[^]]*:[^]]*\] = \w+  # pb:concatenate$", re.M)          # a slice assignment
 

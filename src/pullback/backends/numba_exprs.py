@@ -31,6 +31,11 @@ def scalar_cast(dtype: str, text: str) -> str:
     return f"bool({text})" if dtype == "bool" else f"{_ND[dtype]}({text})"
 
 
+def one_dtype(e: Prim, pat) -> bool:
+    """Concatenation `e`'s pieces all have its result's dtype (`_pb_concat` copies them)."""
+    return all(x.type.dtype == pat[0].type.dtype for x in e.args)
+
+
 def expr(d, fe, e: Prim, pat):
     """The numba form of `e` in the dialect `d`, or None where pysource's NumPy form
     works as is."""
@@ -119,6 +124,11 @@ def expr(d, fe, e: Prim, pat):
         return f"np.broadcast_to({A(x)}, {shp})"
     if op == "concatenate":
         xs = ", ".join(A(x) for x in args) + ("," if len(args) == 1 else "")
+        if one_dtype(e, pat):   # note [compile-time], "Concatenations in place"
+            from .numba_alloc import CONCAT_IMPORT
+
+            d.helper("_pb_concat_import", CONCAT_IMPORT)
+            return f"_pb_concat(({xs}), {int(p['axis'])})"
         return f"np.concatenate(({xs}), axis={p['axis']})"
     if op == "iota":
         dt = p["dtype"]
