@@ -382,3 +382,65 @@ def test_values_equal_across_function_pass_levels(_fopt_env):
     prog, outs = _values_under("PULLBACK_NUMBA_FOPT", ("1", "3"), x)
     np.testing.assert_array_equal(outs[0], outs[1])
     np.testing.assert_allclose(outs[0], interp.run(prog, x)[0], rtol=1e-12)
+
+
+# -- the collector (note [compile-time], "The collector") -------------------------------------
+
+@pytest.fixture
+def _gc_env():
+    import gc
+
+    was = gc.isenabled()
+    yield from _unset("PULLBACK_COMPILE_GC")
+    (gc.enable if was else gc.disable)()
+
+
+def test_collector_paused_inside_numba_opt_only(_gc_env):
+    import gc
+
+    gc.enable()
+    assert numba_opt.collector_paused()
+    with numba_opt.numba_opt(3):
+        assert not gc.isenabled()
+        with numba_opt.numba_opt(3):
+            assert not gc.isenabled()
+        assert not gc.isenabled()                  # an inner exit must not resume it
+    assert gc.isenabled()
+    with pytest.raises(ValueError), numba_opt.numba_opt(3):
+        raise ValueError("x")
+    assert gc.isenabled()
+
+
+def test_collector_setting_and_a_user_who_disabled_it(_gc_env):
+    import gc
+
+    gc.enable()
+    os.environ["PULLBACK_COMPILE_GC"] = "1"        # keep collecting during compiles
+    assert not numba_opt.collector_paused()
+    with numba_opt.numba_opt(3):
+        assert gc.isenabled()
+    del os.environ["PULLBACK_COMPILE_GC"]
+    gc.disable()                                   # the user's choice survives a compile
+    with numba_opt.numba_opt(3):
+        assert not gc.isenabled()
+    assert not gc.isenabled()
+
+
+def test_collector_paused_during_a_compile(_gc_env, monkeypatch):
+    """numba's compile runs inside the paused context, and the collector runs again after."""
+    import gc
+
+    from pullback.backends import numba_units
+
+    seen, real = [], numba_units._Unit._compile
+
+    def spy(self, name, sig):
+        seen.append(gc.isenabled())
+        return real(self, name, sig)
+
+    monkeypatch.setattr(numba_units._Unit, "_compile", spy)
+    gc.enable()
+    x = np.linspace(0.1, 0.9, 5)
+    np.testing.assert_allclose(pb.grad(big, backend="numba")(x), pb.grad(big, backend="interp")(x), rtol=1e-12)
+    assert seen and not any(seen)
+    assert gc.isenabled()

@@ -44,11 +44,16 @@ Contract:
   settings; numba's level and LLVM's defaults are restored on exit. Code
   generation keeps numba's target machine (built once per process, at numba's
   own level). The outermost context also memoises numba's call-type resolution
-  (`numba_typing`) and builds numba's function-level pass managers at
-  `function_opt_level()`.
+  (`numba_typing`), builds numba's function-level pass managers at
+  `function_opt_level()`, and pauses Python's cyclic garbage collector
+  while it is held where `collector_paused()` (note [compile-time],
+  "The collector"); the collector runs again on exit if it ran before.
+- `collector_paused() -> bool`: False where ``$PULLBACK_COMPILE_GC`` is 1 (the
+  collector keeps running during compiles), else True.
 """
 from __future__ import annotations
 
+import gc
 import os
 from typing import TYPE_CHECKING
 
@@ -109,6 +114,10 @@ def hoist_checks() -> bool:
     return v == "1" if v in ("0", "1") else _HOIST_CHECKS
 
 
+def collector_paused() -> bool:
+    return os.environ.get("PULLBACK_COMPILE_GC", "0").strip() != "1"
+
+
 def llvm_tag() -> str:
     """The LLVM settings pullback's modules are built under, for the module hash."""
     return f"O{opt_level()} fO{function_opt_level()} vmc{memory_checks()} hrc{int(hoist_checks())}"
@@ -131,6 +140,7 @@ class numba_opt:
     """numba optimises at `level` while held (module docstring)."""
 
     _depth = 0   # contexts held (numba's lock is re-entrant): the outermost sets and restores LLVM's option
+    _resume_gc = False   # the outermost context paused the collector: its exit resumes it
 
     def __init__(self, level: int):
         self.level = level
@@ -155,6 +165,9 @@ class numba_opt:
             if outer:
                 numba_typing.install()
                 _install_function_passes(min(function_opt_level(), self.level))
+                numba_opt._resume_gc = collector_paused() and gc.isenabled()
+                if numba_opt._resume_gc:
+                    gc.disable()
             numba_opt._depth += 1
         except BaseException:
             config.OPT = self.old
@@ -171,6 +184,9 @@ class numba_opt:
             if numba_opt._depth == 0:
                 numba_typing.uninstall()
                 _uninstall_function_passes()
+                if numba_opt._resume_gc:
+                    numba_opt._resume_gc = False
+                    gc.enable()
             if self.checks != _LLVM_DEFAULT_MEMCHECKS:
                 _set_memory_checks(_LLVM_DEFAULT_MEMCHECKS)
             if self.hoist != _LLVM_DEFAULT_HOIST:
