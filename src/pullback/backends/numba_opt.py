@@ -44,7 +44,8 @@ Contract:
   settings; numba's level and LLVM's defaults are restored on exit. Code
   generation keeps numba's target machine (built once per process, at numba's
   own level). The outermost context also memoises numba's call-type resolution
-  (`numba_typing`), builds numba's function-level pass managers at
+  (`numba_typing`) and the untyped IR of the functions it inlines
+  (`numba_inlining`), builds numba's function-level pass managers at
   `function_opt_level()`, and pauses Python's cyclic garbage collector
   while it is held where `collector_paused()` (note [compile-time],
   "The collector"); the collector runs again on exit if it ran before.
@@ -57,7 +58,7 @@ import gc
 import os
 from typing import TYPE_CHECKING
 
-from . import numba_typing
+from . import numba_inlining, numba_typing
 
 if TYPE_CHECKING:
     from ..ir.core import Func, Prog
@@ -164,6 +165,7 @@ class numba_opt:
                 _set_hoist_checks(self.hoist)
             if outer:
                 numba_typing.install()
+                numba_inlining.install()
                 _install_function_passes(min(function_opt_level(), self.level))
                 numba_opt._resume_gc = collector_paused() and gc.isenabled()
                 if numba_opt._resume_gc:
@@ -183,6 +185,7 @@ class numba_opt:
             numba_opt._depth -= 1
             if numba_opt._depth == 0:
                 numba_typing.uninstall()
+                numba_inlining.uninstall()
                 _uninstall_function_passes()
                 if numba_opt._resume_gc:
                     numba_opt._resume_gc = False
