@@ -182,6 +182,38 @@ def test_reshape_of_other_layouts_copies():
         assert not np.shares_memory(y, base) and typeof(y).layout == "C"
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.bool_])
+def test_reshape_copy_of_other_layouts_owns_its_memory(dtype):
+    """A non-C operand is copied by LLVM loops: one new allocation, owned by the result and
+    freed with it, the source untouched (NRT's live allocations)."""
+    from numba.core.runtime import _nrt_python, rtsys
+
+    @njit(cache=False)
+    def f(x):
+        return _pb_reshape(x, (x.size,))
+
+    x = np.asfortranarray((np.arange(12) % 7).astype(dtype).reshape(3, 4))
+    was = _nrt_python.memsys_stats_enabled()
+    _nrt_python.memsys_enable_stats()
+    try:
+        f(x)
+
+        def alive():
+            st = rtsys.get_allocation_stats()
+            return st.mi_alloc - st.mi_free
+
+        before = alive()
+        y = f(x)
+        assert alive() == before + 1        # the copy (the argument's wrapper is freed on return)
+        np.testing.assert_array_equal(y, np.ascontiguousarray(x).reshape(-1))
+        assert y.dtype == dtype and not np.shares_memory(y, x)
+        del y
+        assert alive() == before
+    finally:
+        if not was:
+            _nrt_python.memsys_disable_stats()
+
+
 def test_reshape_keeps_its_source_alive():
     """The view holds a reference to its source's memory: numba frees the temporary
     only when the view goes (NRT's allocation counts)."""

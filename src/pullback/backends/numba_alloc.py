@@ -30,6 +30,9 @@ Contract:
   [compile-time], "Concatenations in place"): numba's `np.concatenate` is a
   generic function compiled per signature and process and inlined by LLVM at
   every site, about 10 ms of LLVM work per site in det's modules.
+- `concatenated(context, builder, arrty, tys, values, axis)`: the codegen of
+  `_pb_concat` for other intrinsics (`numba_views._pb_reshape` copies a
+  non-C operand with it): a new reference to the C-ordered result.
 - Only code printed by the numba dialect uses the intrinsics; the cache key
   is the generated source, so a change to their code generation needs a new
   `numba_backend._VERSION`.
@@ -43,7 +46,9 @@ import tokenize
 from numba.core import cgutils, types
 from numba.core.typing.npydecl import parse_dtype, parse_shape
 from numba.extending import intrinsic
-from numba.np.arrayobj import _empty_nd_impl, _parse_shape, make_array
+from numba.np.arrayobj import _empty_nd_impl, _parse_shape
+
+from .numba_views import fields, items
 
 NAMES = ("_pb_empty", "_pb_zeros", "_pb_full")
 IMPORT = "from pullback.backends.numba_alloc import " + ", ".join(NAMES)
@@ -103,6 +108,31 @@ def _pb_full(typingctx, shape, value):
     return arrty(shape, value), codegen
 
 
+def concatenated(context, builder, arrty, tys, values, ax):
+    """Codegen: a new C-ordered array `arrty` (a new reference; numba's array proxy) holding the
+    arrays `values` (numba types `tys`, one rank and dtype) end to end along axis `ax`, written
+    in one pass in C order (`_pb_concat`; one piece: a C-ordered copy)."""
+    intp = context.get_value_type(types.intp)
+    pieces = [fields(context, builder, t, v, "data", "shape", "strides") for t, v in zip(tys, values)]
+    shapes = [items(builder, p[1]) for p in pieces]
+    shape = list(shapes[0])
+    for s in shapes[1:]:
+        shape[ax] = builder.add(shape[ax], s[ax])
+    out = _empty_nd_impl(context, builder, arrty, shape)
+    strides = cgutils.unpack_tuple(builder, out.strides)
+    with cgutils.loop_nest(builder, shape[:ax], intp) as lead:   # one pass over the result
+        offset = context.get_constant(types.intp, 0)
+        for t, (data, _, strides_a), s in zip(tys, pieces, shapes):
+            with cgutils.loop_nest(builder, s[ax:], intp) as rest:
+                idx = list(lead) + list(rest)
+                src = cgutils.get_item_pointer2(context, builder, data, s, items(builder, strides_a), t.layout, idx)
+                idx[ax] = builder.add(idx[ax], offset)
+                dst = cgutils.get_item_pointer2(context, builder, out.data, shape, strides, "C", idx)
+                builder.store(builder.load(src), dst)
+            offset = builder.add(offset, s[ax])
+    return out
+
+
 @intrinsic
 def _pb_concat(typingctx, pieces, axis):
     if not (isinstance(pieces, types.BaseTuple) and len(pieces) >= 1 and isinstance(axis, types.IntegerLiteral)):
@@ -115,27 +145,8 @@ def _pb_concat(typingctx, pieces, axis):
     ax, arrty = axis.literal_value, types.Array(first.dtype, first.ndim, "C")
 
     def codegen(context, builder, sig, args):
-        intp = context.get_value_type(types.intp)
-        tys = sig.args[0]
-        arrays = [make_array(t)(context, builder, v) for t, v in zip(tys, cgutils.unpack_tuple(builder, args[0]))]
-        shapes = [cgutils.unpack_tuple(builder, a.shape) for a in arrays]
-        shape = list(shapes[0])
-        for s in shapes[1:]:
-            shape[ax] = builder.add(shape[ax], s[ax])
-        out = _empty_nd_impl(context, builder, arrty, shape)
-        strides = cgutils.unpack_tuple(builder, out.strides)
-        with cgutils.loop_nest(builder, shape[:ax], intp) as lead:   # one pass over the result
-            offset = context.get_constant(types.intp, 0)
-            for t, a, s in zip(tys, arrays, shapes):
-                with cgutils.loop_nest(builder, s[ax:], intp) as rest:
-                    idx = list(lead) + list(rest)
-                    src = cgutils.get_item_pointer2(context, builder, a.data, s,
-                                                    cgutils.unpack_tuple(builder, a.strides), t.layout, idx)
-                    idx[ax] = builder.add(idx[ax], offset)
-                    dst = cgutils.get_item_pointer2(context, builder, out.data, shape, strides, "C", idx)
-                    builder.store(builder.load(src), dst)
-                offset = builder.add(offset, s[ax])
-        return out._getvalue()
+        return concatenated(context, builder, arrty, sig.args[0], cgutils.unpack_tuple(builder, args[0]),
+                            ax)._getvalue()
 
     return arrty(pieces, axis), codegen
 

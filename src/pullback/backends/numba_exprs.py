@@ -165,10 +165,8 @@ def expr(d, fe, e: Prim, pat):
         if op in ("min", "max") and axes == tuple(range(len(axes))) and R >= 1 and out_t.dtype == x.type.dtype:
             # leading axes (a transposed layout's, note [transposed-layout]): rows at a time
             h = d._reduce_lead_helper(op, out_t.dtype)
-            return (f"{h}({d.reshaped(A(x), (R, K))})"
-                    f".reshape({shape_tuple(out_t.shape)})")
+            return d.reshaped(f"{h}({d.reshaped(A(x), (R, K))})", out_t.shape)
         h = d._reduce_helper(op, out_t.dtype)
         xt = A(x) if keep + list(axes) == list(range(nd)) else f"np.transpose({A(x)}, {tuple(keep + list(axes))!r})"
-        return (f"{h}({d.reshaped(xt, (K, R))})"
-                f".reshape({shape_tuple(out_t.shape)})")
+        return d.reshaped(f"{h}({d.reshaped(xt, (K, R))})", out_t.shape)
     return None

@@ -26,10 +26,19 @@ Contract:
   for a tuple `shape` of at least one integer whose product is `x`'s size (the
   caller guarantees it: the IR's static reshape). A C-ordered `x` gives the
   view directly (its memory, a new reference to its meminfo, C strides);
-  another layout goes through numba's own `np.ascontiguousarray` and reshape.
-  numba's `.reshape` lowers a call of its no-copy reshape routine, a tuple and
-  a failure branch raising an error at each site, and `np.ascontiguousarray`
-  is a function numba compiles per signature.
+  another layout is first copied to a new C-ordered array by LLVM loops
+  (`numba_alloc.concatenated` of the one piece), whose reference the result
+  takes over. numba's `.reshape` lowers a call of its no-copy reshape routine,
+  a tuple and a failure branch raising an error at each site, and
+  `np.ascontiguousarray` with the reshape machinery it pulls in is about
+  0.4 s of compiling per process and signature (gmm's gradient reshapes one
+  transposed matrix).
+- `fields(context, builder, ty, value, *names)`, `items(builder, arr)`: codegen
+  helpers, an array value's fields (``"data"``, ``"shape"``, ...) read with
+  ``extractvalue`` from the struct value itself, and an LLVM array's elements.
+  numba's `make_array` proxy stores the value to a stack slot and first looks
+  up an ``__array__`` lowering, which fails for plain arrays and refreshes
+  numba's registries: lowering time at every site of every intrinsic here.
 - numba lowers `x[a:b, c:d]` through its generic slicing code, about 5 ms of
   lowering per slice (det's gradient has over a hundred); the intrinsic's
   code is a few integer operations. Only code printed by the numba dialect
@@ -41,7 +50,6 @@ from __future__ import annotations
 from numba.core import cgutils, types
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
-from numba.np.arrayobj import make_array, populate_array
 
 from .numba_exprs import shape_tuple
 
@@ -53,6 +61,18 @@ def _ints(t, n):
     return isinstance(t, types.BaseTuple) and len(t) == n and all(isinstance(e, types.Integer) for e in t)
 
 
+def fields(context, builder, ty, value, *names):
+    """Fields of numba array `value` (type `ty`), read from the struct value itself (module
+    docstring)."""
+    pos = context.data_model_manager[ty].get_field_position
+    return [builder.extract_value(value, pos(n)) for n in names]
+
+
+def items(builder, arr) -> list:
+    """The elements of an LLVM array value (an array's shape or strides)."""
+    return [builder.extract_value(arr, k) for k in range(arr.type.count)]
+
+
 def _viewer(keep_c: bool):
     def typer(typingctx, x, starts, shape, steps):
         if not (isinstance(x, types.Array) and x.ndim >= 1 and all(_ints(t, x.ndim) for t in (starts, shape, steps))):
@@ -60,23 +80,25 @@ def _viewer(keep_c: bool):
         ret = x.copy(layout="C" if keep_c and x.layout == "C" else "A", readonly=not x.mutable)
 
         def codegen(context, builder, sig, args):
-            ary = make_array(sig.args[0])(context, builder, args[0])
-            intp = context.get_value_type(types.intp)
+            xty, x = sig.args[0], args[0]
+            pos = context.data_model_manager[xty].get_field_position
             firsts, extents, steps_ = ([context.cast(builder, v, t, types.intp) for v, t in
                                         zip(cgutils.unpack_tuple(builder, args[k]), sig.args[k])]
                                        for k in (1, 2, 3))
-            strides = cgutils.unpack_tuple(builder, ary.strides)
+            data, strides = fields(context, builder, xty, x, "data", "strides")
+            strides = items(builder, strides)
             offset = context.get_constant(types.intp, 0)
             for f, s in zip(firsts, strides):
                 offset = builder.add(offset, builder.mul(f, s))
-            data = builder.bitcast(builder.gep(builder.bitcast(ary.data, cgutils.voidptr_t), [offset]),
-                                   ary.data.type)
-            out = make_array(ret)(context, builder)
-            populate_array(out, data=data, shape=cgutils.pack_array(builder, extents, ty=intp),
-                           strides=cgutils.pack_array(builder, [builder.mul(k, s) for k, s in zip(steps_, strides)],
-                                                      ty=intp),
-                           itemsize=ary.itemsize, meminfo=ary.meminfo, parent=ary.parent)
-            return impl_ret_borrowed(context, builder, ret, out._getvalue())
+            data = builder.bitcast(builder.gep(builder.bitcast(data, cgutils.voidptr_t), [offset]), data.type)
+            nitems = context.get_constant(types.intp, 1)
+            for n in extents:
+                nitems = builder.mul(nitems, n)
+            out = x   # the same LLVM struct for layouts C and A: meminfo, parent and itemsize kept
+            for name, v in (("data", data), ("nitems", nitems), ("shape", cgutils.pack_array(builder, extents)),
+                            ("strides", cgutils.pack_array(builder, [builder.mul(k, s) for k, s in zip(steps_, strides)]))):
+                out = builder.insert_value(out, v, pos(name))
+            return impl_ret_borrowed(context, builder, ret, out)
 
         return ret(x, starts, shape, steps), codegen
 
@@ -96,13 +118,12 @@ def _region(add: bool):
 
         def codegen(context, builder, sig, args):
             (dty, sty), intp = sig.args, context.get_value_type(types.intp)
-            d, s = make_array(dty)(context, builder, args[0]), make_array(sty)(context, builder, args[1])
-            shape = cgutils.unpack_tuple(builder, s.shape)
+            ddata, dshape, dstrides = fields(context, builder, dty, args[0], "data", "shape", "strides")
+            sdata, sshape, sstrides = fields(context, builder, sty, args[1], "data", "shape", "strides")
+            shape, dshape, dstrides, sstrides = (items(builder, a) for a in (sshape, dshape, dstrides, sstrides))
             with cgutils.loop_nest(builder, shape, intp) as idx:   # C order, as the loops it replaces
-                sp = cgutils.get_item_pointer2(context, builder, s.data, shape,
-                                               cgutils.unpack_tuple(builder, s.strides), sty.layout, idx)
-                dp = cgutils.get_item_pointer2(context, builder, d.data, cgutils.unpack_tuple(builder, d.shape),
-                                               cgutils.unpack_tuple(builder, d.strides), dty.layout, idx)
+                sp = cgutils.get_item_pointer2(context, builder, sdata, shape, sstrides, sty.layout, idx)
+                dp = cgutils.get_item_pointer2(context, builder, ddata, dshape, dstrides, dty.layout, idx)
                 v = builder.load(sp)
                 builder.store(builder.fadd(builder.load(dp), v) if add else v, dp)
             return context.get_dummy_value()
@@ -126,24 +147,29 @@ def _pb_reshape(typingctx, x, shape):
     sig = ret(x, shape)
 
     def codegen(context, builder, sig, args):
-        xty = sig.args[0]
-        if xty.layout != "C":
-            import numpy as np
+        xty, x = sig.args[0], args[0]
+        if xty.layout != "C":   # a C-ordered copy first (as np.ascontiguousarray), then its view
+            from .numba_alloc import concatenated
 
-            return context.compile_internal(builder, lambda a, s: np.ascontiguousarray(a).reshape(s), sig, args)
-        ary = make_array(xty)(context, builder, args[0])
-        intp = context.get_value_type(types.intp)
+            cty = xty.copy(layout="C", readonly=False)
+            x, xty = concatenated(context, builder, cty, (xty,), (x,), 0)._getvalue(), cty
         extents = [context.cast(builder, v, t, types.intp)
                    for v, t in zip(cgutils.unpack_tuple(builder, args[1]), sig.args[1])]
-        strides, step = [], ary.itemsize
+        meminfo, parent, itemsize, data = fields(context, builder, xty, x, "meminfo", "parent", "itemsize", "data")
+        strides, step, nitems = [], itemsize, context.get_constant(types.intp, 1)
         for n in reversed(extents):
             strides.insert(0, step)
             step = builder.mul(step, n)
-        out = make_array(ret)(context, builder)
-        populate_array(out, data=ary.data, shape=cgutils.pack_array(builder, extents, ty=intp),
-                       strides=cgutils.pack_array(builder, strides, ty=intp),
-                       itemsize=ary.itemsize, meminfo=ary.meminfo, parent=ary.parent)
-        return impl_ret_borrowed(context, builder, ret, out._getvalue())
+            nitems = builder.mul(nitems, n)
+        rpos = context.data_model_manager[ret].get_field_position
+        out = cgutils.get_null_value(context.get_value_type(ret))   # a new rank: a new struct
+        for name, v in (("meminfo", meminfo), ("parent", parent), ("itemsize", itemsize), ("data", data),
+                        ("nitems", nitems), ("shape", cgutils.pack_array(builder, extents)),
+                        ("strides", cgutils.pack_array(builder, strides))):
+            out = builder.insert_value(out, v, rpos(name))
+        if sig.args[0].layout != "C":
+            return out   # the copy's reference, handed on
+        return impl_ret_borrowed(context, builder, ret, out)
 
     return sig, codegen
 
