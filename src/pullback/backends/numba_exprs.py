@@ -153,6 +153,11 @@ def expr(d, fe, e: Prim, pat):
             return f"{d._reduce_all_helper(op, out_t.dtype)}({A(x)})"
         if op == "sum" and nd == 1 and x.type.dtype == out_t.dtype == "f64":
             return f"{d._sum_all_helper()}({A(x)})"   # numba's order, without its axis checks
+        if op == "sum" and len(axes) == nd and x.type.dtype == out_t.dtype == "f64":
+            from .numba_reduce import IMPORT
+
+            d.helper("_pb_sum_all_import", IMPORT)    # note [compile-time], "Sums in place"
+            return f"_pb_sum_all({A(x)})"
         if len(axes) == nd:
             r = f"{ps._REDUCE[op]}({A(x)})"
             return scalar_cast(out_t.dtype, r) if out_t.dtype != x.type.dtype else r
