@@ -25,6 +25,8 @@ Contract:
 """
 from __future__ import annotations
 
+from .numba_typing import unwrap_method, wrap_method
+
 _MEMO: dict = {}
 STATS = {"hits": 0, "misses": 0}
 
@@ -60,17 +62,12 @@ def install() -> None:
     """Answer inlined callees' IR from `_MEMO` (call with numba's global compiler lock held)."""
     from numba.core.inline_closurecall import InlineWorker
 
-    orig = InlineWorker.__dict__["inline_function"]
-    if getattr(orig, "__wrapped__", None) is None:
-        InlineWorker.inline_function = _memoised(orig)
+    wrap_method(InlineWorker, "inline_function", _memoised)
 
 
 def uninstall() -> None:
     """numba's own method again, and an empty memo."""
     from numba.core.inline_closurecall import InlineWorker
 
-    cur = InlineWorker.__dict__["inline_function"]
-    orig = getattr(cur, "__wrapped__", None)
-    if orig is not None:
-        InlineWorker.inline_function = orig
+    unwrap_method(InlineWorker, "inline_function")
     _MEMO.clear()

@@ -116,6 +116,7 @@ def hoist_checks() -> bool:
 
 
 def collector_paused() -> bool:
+    """Whether pullback's compiles pause Python's cyclic collector (module docstring)."""
     return os.environ.get("PULLBACK_COMPILE_GC", "0").strip() != "1"
 
 
@@ -184,12 +185,12 @@ class numba_opt:
             config.OPT = self.old
             numba_opt._depth -= 1
             if numba_opt._depth == 0:
+                if numba_opt._resume_gc:   # first: nothing below may leave the collector off
+                    numba_opt._resume_gc = False
+                    gc.enable()
                 numba_typing.uninstall()
                 numba_inlining.uninstall()
                 _uninstall_function_passes()
-                if numba_opt._resume_gc:
-                    numba_opt._resume_gc = False
-                    gc.enable()
             if self.checks != _LLVM_DEFAULT_MEMCHECKS:
                 _set_memory_checks(_LLVM_DEFAULT_MEMCHECKS)
             if self.hoist != _LLVM_DEFAULT_HOIST:

@@ -21,6 +21,9 @@ Contract:
   template search gives, since the search depends on nothing else. Failed
   resolutions are not remembered (they raise numba's error as before).
 - `STATS`: hits and misses, for tests and benchmarks.
+- `wrap_method(cls, name, make)` / `unwrap_method(cls, name)`: install a
+  wrapper of a numba method (marked by its `__wrapped__`) once, and restore
+  numba's; `numba_inlining` uses them too.
 """
 from __future__ import annotations
 
@@ -50,19 +53,30 @@ def _memoised(orig):
     return get_call_type
 
 
+def wrap_method(cls, name: str, make) -> None:
+    """`cls.name` becomes `make(numba's method)` (which sets `__wrapped__`), unless it is wrapped
+    already (call with numba's global compiler lock held)."""
+    orig = cls.__dict__[name]
+    if getattr(orig, "__wrapped__", None) is None:
+        setattr(cls, name, make(orig))
+
+
+def unwrap_method(cls, name: str) -> None:
+    """numba's own `cls.name` again, where `wrap_method` replaced it."""
+    orig = getattr(cls.__dict__[name], "__wrapped__", None)
+    if orig is not None:
+        setattr(cls, name, orig)
+
+
 def install() -> None:
     """Answer call types from `_MEMO` (call with numba's global compiler lock held)."""
     from numba.core.types.functions import BaseFunction
 
-    orig = BaseFunction.__dict__["get_call_type"]
-    if getattr(orig, "__wrapped__", None) is None:
-        BaseFunction.get_call_type = _memoised(orig)
+    wrap_method(BaseFunction, "get_call_type", _memoised)
 
 
 def uninstall() -> None:
     """numba's own resolution again."""
     from numba.core.types.functions import BaseFunction
 
-    orig = getattr(BaseFunction.__dict__["get_call_type"], "__wrapped__", None)
-    if orig is not None:
-        BaseFunction.get_call_type = orig
+    unwrap_method(BaseFunction, "get_call_type")
