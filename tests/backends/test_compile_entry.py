@@ -444,3 +444,21 @@ def test_collector_paused_during_a_compile(_gc_env, monkeypatch):
     np.testing.assert_allclose(pb.grad(big, backend="numba")(x), pb.grad(big, backend="interp")(x), rtol=1e-12)
     assert seen and not any(seen)
     assert gc.isenabled()
+
+
+def test_uncalled_functions_are_not_printed():
+    """Inlining and scalarising leave copies nothing calls (det's 3 x 3 and smaller minors):
+    `lower` keeps only what the entry reaches, so every printed function but the entry is called."""
+    import re
+
+    from pullback.gradbench.modules import det as gb
+
+    A = np.random.default_rng(0).standard_normal((6, 6)) + 6 * np.eye(6)
+    prog = _grad_prog(gb.det, A)
+    src = numba_backend.emit_prog(numba_backend.lower(prog), parallel=False)
+    names = re.findall(r"^def (\w+)\(", src, re.M)
+    body = [ln.split("#")[0] for ln in src.splitlines()                 # code: no defs, docstrings, comments
+            if not ln.startswith("def ") and not ln.strip().startswith('"""')]
+    uncalled = [n for n in names if n != prog.entry and not any(re.search(rf"\b{n}\(", ln) for ln in body)]
+    assert names and not uncalled
+    np.testing.assert_allclose(pb.grad(gb.det, backend="numba")(A), pb.grad(gb.det, backend="interp")(A), rtol=1e-12)

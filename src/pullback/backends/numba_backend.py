@@ -72,6 +72,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import PullbackError
+from ..ir.traverse import reachable_funcs
 from . import numba_cache
 from .leaves import coerce as _coerce
 from .numba_blas import defer_blas_check, ensure_blas_for
@@ -365,7 +366,10 @@ def lower(prog: Prog, setting=None, metered: bool = False, fname: str | None = N
     prog = transpose_layout(dead_clears(sum_matmul(prog)))  # notes [sum-matmul], [dead-clears], [transposed-layout]
     prog = sink_rows(prog)  # note [sink-rows]
     prog = hoist_maps(_vectorize(prog, setting, metered))  # note [hoist-maps]
-    return reroll(strong_mul(prog))  # notes [strong-mul], [reroll]
+    prog = reroll(strong_mul(prog))  # notes [strong-mul], [reroll]
+    # the copies inlining and scalarising left uncalled are not printed (numba would not compile them)
+    keep = reachable_funcs(prog, [fname or prog.entry])
+    return prog.with_funcs([f for f in prog.funcs if f.name in keep])
 
 
 def _src_hash(src: str) -> str:
