@@ -33,9 +33,11 @@ Contract:
   `np.ascontiguousarray` with the reshape machinery it pulls in is about
   0.4 s of compiling per process and signature (gmm's gradient reshapes one
   transposed matrix).
-- `fields(context, builder, ty, value, *names)`, `items(builder, arr)`: codegen
-  helpers, an array value's fields (``"data"``, ``"shape"``, ...) read with
-  ``extractvalue`` from the struct value itself, and an LLVM array's elements.
+- `fields(context, builder, ty, value, *names)`, `items(builder, arr)`,
+  `with_fields(context, builder, ty, struct, **values)`: codegen helpers, an
+  array value's fields (``"data"``, ``"shape"``, ...) read with
+  ``extractvalue`` from the struct value itself, an LLVM array's elements, and
+  an array value with fields replaced (``insertvalue``).
   numba's `make_array` proxy stores the value to a stack slot and first looks
   up an ``__array__`` lowering, which fails for plain arrays and refreshes
   numba's registries: lowering time at every site of every intrinsic here.
@@ -73,6 +75,22 @@ def items(builder, arr) -> list:
     return [builder.extract_value(arr, k) for k in range(arr.type.count)]
 
 
+def with_fields(context, builder, ty, struct, **values):
+    """The array value `struct` (numba type `ty`) with the named fields replaced (`insertvalue`)."""
+    pos = context.data_model_manager[ty].get_field_position
+    for name, v in values.items():
+        struct = builder.insert_value(struct, v, pos(name))
+    return struct
+
+
+def _count(context, builder, extents):
+    """The product of the extents: an array's nitems."""
+    n = context.get_constant(types.intp, 1)
+    for e in extents:
+        n = builder.mul(n, e)
+    return n
+
+
 def _viewer(keep_c: bool):
     def typer(typingctx, x, starts, shape, steps):
         if not (isinstance(x, types.Array) and x.ndim >= 1 and all(_ints(t, x.ndim) for t in (starts, shape, steps))):
@@ -81,7 +99,6 @@ def _viewer(keep_c: bool):
 
         def codegen(context, builder, sig, args):
             xty, x = sig.args[0], args[0]
-            pos = context.data_model_manager[xty].get_field_position
             firsts, extents, steps_ = ([context.cast(builder, v, t, types.intp) for v, t in
                                         zip(cgutils.unpack_tuple(builder, args[k]), sig.args[k])]
                                        for k in (1, 2, 3))
@@ -91,13 +108,10 @@ def _viewer(keep_c: bool):
             for f, s in zip(firsts, strides):
                 offset = builder.add(offset, builder.mul(f, s))
             data = builder.bitcast(builder.gep(builder.bitcast(data, cgutils.voidptr_t), [offset]), data.type)
-            nitems = context.get_constant(types.intp, 1)
-            for n in extents:
-                nitems = builder.mul(nitems, n)
-            out = x   # the same LLVM struct for layouts C and A: meminfo, parent and itemsize kept
-            for name, v in (("data", data), ("nitems", nitems), ("shape", cgutils.pack_array(builder, extents)),
-                            ("strides", cgutils.pack_array(builder, [builder.mul(k, s) for k, s in zip(steps_, strides)]))):
-                out = builder.insert_value(out, v, pos(name))
+            # the same LLVM struct for layouts C and A: meminfo, parent and itemsize kept
+            out = with_fields(context, builder, xty, x, data=data, nitems=_count(context, builder, extents),
+                              shape=cgutils.pack_array(builder, extents),
+                              strides=cgutils.pack_array(builder, [builder.mul(k, s) for k, s in zip(steps_, strides)]))
             return impl_ret_borrowed(context, builder, ret, out)
 
         return ret(x, starts, shape, steps), codegen
@@ -156,17 +170,14 @@ def _pb_reshape(typingctx, x, shape):
         extents = [context.cast(builder, v, t, types.intp)
                    for v, t in zip(cgutils.unpack_tuple(builder, args[1]), sig.args[1])]
         meminfo, parent, itemsize, data = fields(context, builder, xty, x, "meminfo", "parent", "itemsize", "data")
-        strides, step, nitems = [], itemsize, context.get_constant(types.intp, 1)
+        strides, step = [], itemsize
         for n in reversed(extents):
             strides.insert(0, step)
             step = builder.mul(step, n)
-            nitems = builder.mul(nitems, n)
-        rpos = context.data_model_manager[ret].get_field_position
-        out = cgutils.get_null_value(context.get_value_type(ret))   # a new rank: a new struct
-        for name, v in (("meminfo", meminfo), ("parent", parent), ("itemsize", itemsize), ("data", data),
-                        ("nitems", nitems), ("shape", cgutils.pack_array(builder, extents)),
-                        ("strides", cgutils.pack_array(builder, strides))):
-            out = builder.insert_value(out, v, rpos(name))
+        out = with_fields(context, builder, ret, cgutils.get_null_value(context.get_value_type(ret)),  # a new rank
+                          meminfo=meminfo, parent=parent, itemsize=itemsize, data=data,
+                          nitems=_count(context, builder, extents), shape=cgutils.pack_array(builder, extents),
+                          strides=cgutils.pack_array(builder, strides))
         if sig.args[0].layout != "C":
             return out   # the copy's reference, handed on
         return impl_ret_borrowed(context, builder, ret, out)
