@@ -196,7 +196,8 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
 
     def finish(self, lines: list[str]) -> list[str]:
         """A function's lines with new arrays printed as `numba_alloc`'s intrinsics
-        (note [compile-time], "Allocations in place"); counts their calls of few-site
+        (note [compile-time], "Allocations in place") and wide calls and tuples as
+        numba reads them (`numba_wide`, note [wide-tuples]); counts their calls of few-site
         helpers (`count_sites`). The helpers' sources get the same rewrite in `header`."""
         out = self._alloc_rewrite(lines)
         self.count_sites(out)
@@ -204,10 +205,11 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
 
     def _alloc_rewrite(self, lines: list[str]) -> list[str]:
         from .numba_alloc import rewrite
+        from .numba_wide import widen
 
         out = [rewrite(t) for t in lines]
         self.allocs = self.allocs or out != lines
-        return out
+        return [widen(t) for t in out]
 
     def header(self, mod) -> list[str]:
         from .numba_alloc import IMPORT
