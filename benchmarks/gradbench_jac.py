@@ -51,8 +51,10 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pullback as pb
 from pullback.gradbench.modules import ba, ht
+from programs.ht import ht_input  # noqa: E402 - the synthetic model, shared with compile_time.py
 
 
 def timed(f, runs):
@@ -306,36 +308,6 @@ def bench_ba(n, m, p, runs, tools):
 
 
 # --- ht -------------------------------------------------------------------------------------------
-
-def ht_input(nverts, ntris, npts, complicated, seed=0):
-    rng = np.random.default_rng(seed)
-    bones = 22
-    parents = [-1, 0] + [1 + 4 * (i // 4) if i % 4 == 2 else i - 1 for i in range(2, bones)]
-
-    def rigid():
-        a = rng.normal(size=3) * 0.3
-        th = np.linalg.norm(a)
-        k = a / th
-        K = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
-        M = np.eye(4)
-        M[:3, :3] = np.eye(3) + np.sin(th) * K + (1 - np.cos(th)) * K @ K
-        M[:3, 3] = rng.normal(size=3) * 0.1
-        return M.tolist()
-    w = np.zeros((nverts, bones))
-    for v in range(nverts):
-        bs = rng.choice(bones, size=3, replace=False)
-        w[v, bs] = rng.dirichlet(np.ones(3))
-    model = {"bone_count": bones, "bone_names": [f"b{i}" for i in range(bones)], "parents": parents,
-             "base_relatives": [rigid() for _ in range(bones)],
-             "inverse_base_absolutes": [rigid() for _ in range(bones)],
-             "base_positions": np.concatenate([rng.normal(size=(nverts, 3)), np.ones((nverts, 1))], 1).tolist(),
-             "weights": w.tolist(), "triangles": rng.integers(0, nverts, size=(ntris, 3)).tolist(),
-             "is_mirrored": False}
-    corr = rng.integers(0, ntris if complicated else nverts, size=npts)
-    return {"theta": (0.3 * rng.normal(size=26)).tolist(),
-            "us": rng.uniform(0, 0.5, size=(npts, 2)).tolist() if complicated else [],
-            "data": {"model": model, "correspondences": corr.tolist(), "points": rng.normal(size=(npts, 3)).tolist()}}
-
 
 def numba_ht(parents, skip_zero_weights=True):
     """Hand-derived ht, objective and Jacobian: ADBench's manual hand_d.cpp restructured.
