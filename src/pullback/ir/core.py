@@ -43,6 +43,16 @@ class Var:
     def __str__(self) -> str:
         return self.name
 
+    def __hash__(self) -> int:
+        # the passes key most of their maps on variables: the hash of (name, type) is
+        # computed once (not a field, so equality and `dataclasses.replace` ignore it)
+        try:
+            return self._h
+        except AttributeError:
+            h = hash((self.name, self.type))
+            object.__setattr__(self, "_h", h)
+            return h
+
 
 class Const:
     """A constant: a Python scalar, or a NumPy array (`type` gives its shape)."""

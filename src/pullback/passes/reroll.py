@@ -106,6 +106,24 @@ def _big(key) -> bool:
     return isinstance(t, TensorType) and t.size >= MIN_ELEMS
 
 
+_FLAT = object()   # `fit`: the operands fit, but no recurrence
+
+
+class _Where:
+    """Statement results of a run by (group, position): `get(v)` for a result
+    of the run's R groups of P statements from `s`, else None. Reads the
+    positions `_keys` keeps per statement list, so trying a run builds no map."""
+
+    __slots__ = ("pos", "s", "P", "end")
+
+    def __init__(self, pos, s, P, R):
+        self.pos, self.s, self.P, self.end = pos, s, P, s + R * P
+
+    def get(self, v):
+        j = self.pos.get(v)
+        return None if j is None or not self.s <= j < self.end else divmod(j - self.s, self.P)
+
+
 @dataclasses.dataclass
 class _Run:
     start: int
@@ -149,7 +167,7 @@ class _Reroll:
     # -- finding runs -------------------------------------------------------
 
     def find(self, stmts, result, s):
-        keys, stop, bigs = self._keys(stmts)
+        keys, stop, bigs, _ = self._keys(stmts)
         if keys[s] is None:
             return None
         n = len(stmts)
@@ -164,13 +182,16 @@ class _Reroll:
                 R += 1
             for r in range(R, max(RMIN, R - MAX_TRIES) - 1, -1):
                 run = self.fit(stmts, result, s, P, r)
+                if run is _FLAT:   # no recurrence in r groups: none in fewer either
+                    break
                 if run is not None:
                     return run
         return None
 
     def _keys(self, stmts):
         """Per statement: its key, the position of the next statement without one,
-        and the count of big results before it (memoised per statement list)."""
+        and the count of big results before it; and the position of each keyed
+        statement's result (memoised per statement list)."""
         cached = getattr(self, "_kc", None)
         if cached is None or cached[0] is not stmts:
             keys = [_key(st) for st in stmts]
@@ -183,13 +204,17 @@ class _Reroll:
             bigs = [0]
             for k in keys:
                 bigs.append(bigs[-1] + (k is not None and _big(k)))
-            self._kc = (stmts, (keys, stop, bigs))
+            pos = {st.pat[0]: j for j, (st, k) in enumerate(zip(stmts, keys)) if k is not None}
+            self._kc = (stmts, (keys, stop, bigs, pos))
         return self._kc[1]
 
     def fit(self, stmts, result, s, P, R):
-        """The run of R groups of P statements from `s`, if its dataflow fits (module docstring)."""
+        """The run of R groups of P statements from `s`, if its dataflow fits (module
+        docstring); `_FLAT` when its operands fit but none is a recurrence. A prefix of
+        the groups then has none either (its operands read the same or fewer earlier
+        groups), so `find` tries no shorter run."""
         groups = [stmts[s + g * P:s + (g + 1) * P] for g in range(R)]
-        where = {st.pat[0]: (g, k) for g, grp in enumerate(groups) for k, st in enumerate(grp)}
+        where = _Where(self._keys(stmts)[3], s, P, R)
         ops, seeds, refs = {}, {}, set()
         for k in range(P):
             for a in range(len(groups[0][k].exp.args)):
@@ -205,7 +230,7 @@ class _Reroll:
             # invariant from its use): nothing shrinks (each result would be stacked and
             # read back where used), and the reads inserted after such a run could form
             # the same run again
-            return None
+            return _FLAT
         later = free_vars(Body(tuple(stmts[s + P * R:]), result))
         used = {k for k in range(P) if any(grp[k].pat[0] in later for grp in groups)}
         # a value read only by the next group (the first reading one value from before
