@@ -254,18 +254,22 @@ def _matmul_numba(dialect, fe, e, pat):
         return t if a.type.dtype == want else f"{t}.astype({_nd(want)})"
 
     k = x.type.shape[-1]
-    xt = _c(operand(x)) if rx >= 2 else f"{_c(operand(x))}.reshape((1, {k}))"
-    yt = _c(operand(y)) if ry >= 2 else f"{_c(operand(y))}.reshape(({k}, 1))"
     xs = tuple(x.type.shape) if rx >= 2 else (1, k)
     ys = tuple(y.type.shape) if ry >= 2 else (k, 1)
+    # C-ordered operands of these shapes: `_pb_reshape` copies only a non-C operand, in
+    # the caller's code, where numba's `np.ascontiguousarray` is a function compiled per
+    # signature and process (note [compile-time], "Contiguous operands")
+    yt = dialect.reshaped(operand(y), ys)
     if len(ys) == 2:   # a stack times one matrix: one BLAS call (or loops) on the folded stack
         rows = int(np.prod(xs[:-1], dtype=np.int64))
+        xt = dialect.reshaped(operand(x), (rows, k))
         if _loops(((rows, k), ys), (want, want), want):
             h = _small_mm(dialect, 2, 2, want, want, want)
-            return f"{h}({xt}.reshape(({rows}, {k})), {yt}).reshape({_tup(out.shape)})"
+            return dialect.reshaped(f"{h}({xt}, {yt})", out.shape)
         if _narrow(((rows, k), ys), (want, want), want):
-            return f"{_narrow_mm(dialect, f'{xt}.reshape(({rows}, {k}))', yt, k, ys[1])}.reshape({_tup(out.shape)})"
-        return f"({xt}.reshape(({rows}, {k})) @ {yt}).reshape({_tup(out.shape)})"
+            return dialect.reshaped(_narrow_mm(dialect, xt, yt, k, ys[1]), out.shape)
+        return dialect.reshaped(f"{xt} @ {yt}", out.shape)
+    xt = dialect.reshaped(operand(x), xs)
     batch = tuple(np.broadcast_shapes(xs[:-2], ys[:-2]))
     nb = int(np.prod(batch, dtype=np.int64))
     m, n = xs[-2], ys[-1]
