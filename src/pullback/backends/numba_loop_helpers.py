@@ -20,7 +20,8 @@ Each method writes its helper on first use and returns the helper's name:
   counts the calls in a function's final lines, `inline_few(name, src)` gives
   the source to print (note [compile-time], "Helpers at few sites"). Not in a
   module that runs maps in parallel; in a mutually recursive one `deco_inline`
-  is `deco` (calls).
+  is `deco` (calls). Where a helper of `SHARED` is not inlined, the module
+  imports the process-wide overload instead of printing its own copy.
 """
 from __future__ import annotations
 
@@ -34,6 +35,10 @@ _ND = ps._NP_DTYPE
 # lowered, optimised, linked into the caller and optimised again); an inline="always" one is
 # lowered at each site, about 30 ms each: inlined where at most this many sites call it
 FEW_SITES = 2
+
+# few-site helpers that a process-wide overload replaces where they are not inlined: the line
+# importing it (`numba_checks`; note [compile-time], "One index check per process")
+SHARED = {"_pb_check_idx": "from pullback.backends.numba_checks import _pb_check_idx"}
 
 
 class LoopHelpers:
@@ -53,10 +58,12 @@ class LoopHelpers:
                 self.sites[m.group(1)] = self.sites.get(m.group(1), 0) + 1
 
     def inline_few(self, name: str, src: str) -> str:
-        """`src`, inlined by numba where few sites call it (module docstring)."""
+        """`src`, inlined by numba where few sites call it (module docstring); at
+        more sites, a helper of `SHARED` is imported instead (compiled once per
+        process, not once per module)."""
         if (name not in self.few or self.sites.get(name, 0) > FEW_SITES or self.par
                 or not src.startswith(self.deco + "\n")):
-            return src
+            return SHARED.get(name, src)
         return self.deco_inline + src[len(self.deco):]
 
     def index_array_check(self) -> str:
