@@ -150,3 +150,40 @@ def test_a_function_called_once_from_a_thin_wrapper_is_inlined():
     for f in (forwarder, thick_caller, twice):
         p = pb.jit(f, backend="interp").staged(x, w).prog
         assert any(c.startswith("big") for c in _callees(inline_small(p))), f.__name__
+
+
+def huge(v, w):
+    """Over 4 x the statements of `middling_caller` (ht's `skinned` in its residual)."""
+    for c in np.linspace(0.5, 9.5, 30).tolist():
+        v = np.sin(v) * w + v * c - w
+        w = np.cos(w) + v * c
+    return np.sum(v * w)
+
+
+def middling_caller(x, w):
+    s = huge(x, w)
+    for c in (1.5, 2.5, 3.5, 4.5):
+        x = x * c + w
+        w = w - x * c
+    return s + np.sum(x * w)
+
+
+def test_a_caller_much_smaller_than_its_single_site_callee_is_thin_too():
+    """A caller over MAX_STMTS statements but at most 1 / WRAPPER_RATIO of its callee's
+    size (ht's complicated residual, about 20 statements around `skinned`'s 200) is thin
+    too: the callee is optimised once, inlined, instead of on its own and again inside
+    the caller (note [inline], "thin wrappers")."""
+    from pullback.passes import inline
+
+    x, w = np.linspace(0.1, 0.5, 4), np.linspace(-0.2, 0.3, 4)
+    prog = pb.jit(middling_caller, backend="interp").staged(x, w).prog
+    callee = next(f.name for f in prog.funcs if f.name.startswith("huge"))
+    n_caller, n_callee = _n_stmts(prog, prog.entry), _n_stmts(prog, callee)
+    assert inline.MAX_STMTS < n_caller and inline.WRAPPER_RATIO * n_caller <= n_callee
+    out = inline_small(prog)
+    assert callee not in _callees(out)
+    assert interp.run(out, x, w) == interp.run(prog, x, w)
+    # `thick_caller` is over a quarter of `big`'s size: it keeps its call (the test above)
+    p = pb.jit(thick_caller, backend="interp").staged(x, w).prog
+    big_name = next(f.name for f in p.funcs if f.name.startswith("big"))
+    assert inline.WRAPPER_RATIO * _n_stmts(p, p.entry) > _n_stmts(p, big_name)

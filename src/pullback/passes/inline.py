@@ -39,6 +39,7 @@ from ..ir.traverse import (
 MAX_STMTS = 12
 MAX_FEW_STMTS = 48      # larger functions are inlined only if their copies stay within:
 MAX_COPIES = 160
+WRAPPER_RATIO = 4       # a caller this many times smaller than its single-site callee is thin too
 
 
 def inline_small(prog: Prog, max_stmts: int = MAX_STMTS, max_copies: int = MAX_COPIES) -> Prog:
@@ -64,17 +65,19 @@ def inline_small(prog: Prog, max_stmts: int = MAX_STMTS, max_copies: int = MAX_C
 
 def _wrapped(prog: Prog, graph: dict, sites: dict, size: dict, max_stmts: int) -> set:
     """Functions called from exactly one site, in a caller of at most `max_stmts`
-    statements that does more than forward to it (a thin wrapper: `points -
-    skinned(theta)`, a seed and then the vjp). numba optimises a callee's LLVM
+    statements, or at most 1 / `WRAPPER_RATIO` of the callee's, that does more
+    than forward to it (a thin wrapper: `points - skinned(theta)`, a seed and then
+    the vjp, ht's complicated residual around `skinned`). numba optimises a callee's LLVM
     module, then again inside every caller's module it is linked into: inlined,
     the callee is optimised once (note [inline], "thin wrappers"). A caller whose
     body is only the call is left to `numba_opt.forwarded`."""
     out = set()
     for g in prog.funcs:
-        if size[g.name] > max_stmts or size[g.name] < 2:
+        if size[g.name] < 2:
             continue
         for f in graph[g.name]:
-            if sites.get(f, 0) == 1 and f != g.name:
+            if (sites.get(f, 0) == 1 and f != g.name
+                    and (size[g.name] <= max_stmts or WRAPPER_RATIO * size[g.name] <= size[f])):
                 out.add(f)
     return out
 
