@@ -2,7 +2,8 @@
 
 Contract:
 - `widen(src) -> str`: the generated module text `src` with every call of
-  more than `WIDE` positional arguments and every tuple display of more than
+  more than `WIDE` positional arguments (and no keywords: generated code
+  passes none) and every tuple display of more than
   `WIDE` elements rewritten into forms numba reads: a tuple display becomes a
   sum of tuple displays of at most `WIDE` elements each (``(a, b, ...) + (c,
   ...)``), a call ``f(a, b, ...)`` becomes ``f(*(...) + (...))``. The values,
@@ -45,8 +46,8 @@ class _Widen(ast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
-        n = len(node.args) + 2 * len(node.keywords)
-        if n > WIDE and not any(isinstance(a, ast.Starred) for a in node.args):
+        if (len(node.args) > WIDE and not node.keywords   # generated calls pass no keywords
+                and not any(isinstance(a, ast.Starred) for a in node.args)):
             node.args = [ast.Starred(value=_pieces(node.args), ctx=ast.Load())]
             self.changed = True
         return node
