@@ -199,11 +199,13 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         (note [compile-time], "Allocations in place") and wide calls and tuples as
         numba reads them (`numba_wide`, note [wide-tuples]); counts their calls of few-site
         helpers (`count_sites`). The helpers' sources get the same rewrite in `header`."""
-        out = self._alloc_rewrite(lines)
+        out = self._rewrite(lines)
         self.count_sites(out)
         return out
 
-    def _alloc_rewrite(self, lines: list[str]) -> list[str]:
+    def _rewrite(self, lines: list[str]) -> list[str]:
+        """`lines` (texts of lines or of whole helpers) with `numba_alloc`'s and
+        `numba_wide`'s text rewrites; notes whether the allocation intrinsics are used."""
         from .numba_alloc import rewrite
         from .numba_wide import widen
 
@@ -214,7 +216,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
     def header(self, mod) -> list[str]:
         from .numba_alloc import IMPORT
 
-        helpers = self._alloc_rewrite([self.inline_few(n, s) for n, s in self.helpers.items()])
+        helpers = self._rewrite([self.inline_few(n, s) for n, s in self.helpers.items()])
         out = ["from numba import njit", "from numba import types as _nbt", "from numba.typed import List"]
         if self.allocs:
             out.append(IMPORT)
