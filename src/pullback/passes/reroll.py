@@ -189,12 +189,14 @@ class _Reroll:
         return None
 
     def _keys(self, stmts):
-        """Per statement: its key, the position of the next statement without one,
+        """Per statement: its key (as an int naming it), the position of the next statement without one,
         and the count of big results before it; and the position of each keyed
         statement's result (memoised per statement list)."""
         cached = getattr(self, "_kc", None)
         if cached is None or cached[0] is not stmts:
-            keys = [_key(st) for st in stmts]
+            full = [_key(st) for st in stmts]
+            ids: dict = {}   # each distinct key as a small int: runs compare keys many times
+            keys = [None if k is None else ids.setdefault(k, len(ids)) for k in full]
             stop, nxt = [0] * (len(keys) + 1), len(keys)
             stop[-1] = nxt
             for j in range(len(keys) - 1, -1, -1):
@@ -202,7 +204,7 @@ class _Reroll:
                     nxt = j
                 stop[j] = nxt
             bigs = [0]
-            for k in keys:
+            for k in full:
                 bigs.append(bigs[-1] + (k is not None and _big(k)))
             pos = {st.pat[0]: j for j, (st, k) in enumerate(zip(stmts, keys)) if k is not None}
             self._kc = (stmts, (keys, stop, bigs, pos))
