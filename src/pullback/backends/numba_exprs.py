@@ -77,11 +77,9 @@ def expr(d, fe, e: Prim, pat):
         return text
     if op == "where":
         c, x, y = args
-        if out_nd == 0:   # a call, not a conditional expression: note [compile-time]
-            h = d.few_helper("_pb_sel", (f"{d.deco}\ndef _pb_sel(c, x, y):\n"
-                                         f'    """x if c else y, as one call (note [compile-time])."""\n'
-                                         f"    return x if c else y"))
-            return f"{h}({A(c)}, {scalar_cast(out_t.dtype, A(x))}, {scalar_cast(out_t.dtype, A(y))})"
+        if out_nd == 0:   # one select, not a conditional expression: note [compile-time], "Scalar selects"
+            d.helper("_pb_sel_import", "from pullback.backends.numba_select import _pb_sel")
+            return f"_pb_sel({A(c)}, {scalar_cast(out_t.dtype, A(x))}, {scalar_cast(out_t.dtype, A(y))})"
         shp = shape_tuple(out_t.shape)
         parts = [A(a) if tuple(a.type.shape) == tuple(out_t.shape) else
                  (f"np.full({shp}, {A(a)})" if _ndim(a) == 0 else

@@ -16,7 +16,7 @@ Each method writes its helper on first use and returns the helper's name:
   compiles with it;
 - `few_helper(name, src)`: `helper(name, src)` for a helper that numba inlines
   (its decorator becomes `deco_inline`) where at most `FEW_SITES` sites of the
-  module call it (these helpers and the scalar `_pb_sel`); `count_sites(lines)`
+  module call it (these helpers); `count_sites(lines)`
   counts the calls in a function's final lines, `inline_few(name, src)` gives
   the source to print (note [compile-time], "Helpers at few sites"). Not in a
   module that runs maps in parallel; in a mutually recursive one `deco_inline`
