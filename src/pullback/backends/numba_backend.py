@@ -100,7 +100,7 @@ class _Lazy:
 ps = _Lazy(".pysource")
 numba_parallel = _Lazy(".numba_parallel")
 
-_VERSION = "6"   # 2: modules executed from memory, numba's files under a manifest; 3: the smul intrinsic; 4: allocation intrinsics; 5: the concatenation intrinsic; 6: the select intrinsic
+_VERSION = "7"   # 2: modules executed from memory, numba's files under a manifest; 3: the smul intrinsic; 4: allocation intrinsics; 5: the concatenation intrinsic; 6: the select intrinsic; 7: the shared batched product
 # ---------------------------------------------------------------------------
 # compile, cache, run
 # ---------------------------------------------------------------------------

@@ -15,7 +15,10 @@ arguments), so:
   function once per matrix (one helper per shape signature, so every shape in
   it is a literal);
 - `matmul` of a stack by a single matrix is one 2-D BLAS call on the stack
-  folded into rows; other stacks loop in a helper calling 2-D ``@``;
+  folded into rows; other stacks loop in a helper calling 2-D ``@``, except
+  small ones whose operands have the result's batch axes: those call
+  `numba_bmm._pb_bmm`, one overload for every module of the process (note
+  [small-matmul], "Shared batched products");
 - `matmul` of at most `SMALL_MATMUL` multiply-adds, or of integers, or of mixed
   dtypes below that size, is loops instead, and so is a 2-D float product whose
   inner axis has at most `SMALL_K` entries (`numba_narrow._pb_mmk`, note
@@ -269,10 +272,16 @@ def _matmul_numba(dialect, fe, e, pat):
         if _narrow(((rows, k), ys), (want, want), want):
             return dialect.reshaped(_narrow_mm(dialect, xt, yt, k, ys[1]), out.shape)
         return dialect.reshaped(f"{xt} @ {yt}", out.shape)
-    xt = dialect.reshaped(operand(x), xs)
     batch = tuple(np.broadcast_shapes(xs[:-2], ys[:-2]))
     nb = int(np.prod(batch, dtype=np.int64))
     m, n = xs[-2], ys[-1]
+    if xs[:-2] == ys[:-2] == batch and want in _LOOP_DTYPES and _loops((xs, ys), (want, want), want):
+        # one overload for every module of the process: note [small-matmul], "Shared batched products"
+        dialect.helper("_pb_bmm_import", "from pullback.backends.numba_bmm import _pb_bmm")
+        call = (f"_pb_bmm({dialect.reshaped(operand(x), (nb, m, k))}, {dialect.reshaped(operand(y), (nb, k, n))}, "
+                f"{nb}, {m}, {k}, {n})")
+        return call if tuple(out.shape) == (nb, m, n) else dialect.reshaped(call, out.shape)
+    xt = dialect.reshaped(operand(x), xs)
     body = ["(x, y):",
             f"    xf = {_flat_batch('x', batch, (m, k), nb) if xs[:-2] != batch else f'x.reshape({_tup((nb, m, k))})'}",
             f"    yf = {_flat_batch('y', batch, (k, n), nb) if ys[:-2] != batch else f'y.reshape({_tup((nb, k, n))})'}",
