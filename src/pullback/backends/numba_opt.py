@@ -45,7 +45,8 @@ Contract:
   generation keeps numba's target machine (built once per process, at numba's
   own level). The outermost context also memoises numba's call-type resolution
   (`numba_typing`) and the untyped IR of the functions it inlines
-  (`numba_inlining`), builds numba's function-level pass managers at
+  (`numba_inlining`), defers the IR's lifetime analyses to their first reader
+  (`numba_postproc`), builds numba's function-level pass managers at
   `function_opt_level()`, and pauses Python's cyclic garbage collector
   while it is held where `collector_paused()` (note [compile-time],
   "The collector"); the collector runs again on exit if it ran before.
@@ -58,7 +59,7 @@ import gc
 import os
 from typing import TYPE_CHECKING
 
-from . import numba_inlining, numba_typing
+from . import numba_inlining, numba_postproc, numba_typing
 
 if TYPE_CHECKING:
     from ..ir.core import Func, Prog
@@ -167,6 +168,7 @@ class numba_opt:
             if outer:
                 numba_typing.install()
                 numba_inlining.install()
+                numba_postproc.install()
                 _install_function_passes(min(function_opt_level(), self.level))
                 numba_opt._resume_gc = collector_paused() and gc.isenabled()
                 if numba_opt._resume_gc:
@@ -190,6 +192,7 @@ class numba_opt:
                     gc.enable()
                 numba_typing.uninstall()
                 numba_inlining.uninstall()
+                numba_postproc.uninstall()
                 _uninstall_function_passes()
             if self.checks != _LLVM_DEFAULT_MEMCHECKS:
                 _set_memory_checks(_LLVM_DEFAULT_MEMCHECKS)
