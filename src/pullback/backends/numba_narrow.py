@@ -11,7 +11,8 @@ Contract:
   operand of another dtype is converted element by element), as the other
   product loops of `libcalls.linalg` do. `y` is first copied into a C-ordered
   k x n array (k x n elements, cheap: `y` may be a transpose); `x` is read as
-  it is.
+  it is. Both arrays are allocated with `numba_alloc._pb_empty` (numba's
+  `np.empty` is one more function to compile per process).
 - One implementation per process and signature (argument types, `k`, `n`):
   an overload, compiled once and shared by every generated module, where a
   helper printed into each module was compiled once per module (about 0.3 s
@@ -27,6 +28,8 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 from numba.np.numpy_support import as_dtype
+
+from .numba_alloc import _pb_empty
 
 _NP = {np.dtype(np.float64): "np.float64", np.dtype(np.float32): "np.float32", np.dtype(np.int64): "np.int64"}
 
@@ -45,12 +48,12 @@ def _text(k: int, n: int, want: str, cx: bool, cy: bool) -> str:
     return "\n".join([
         "def impl(x, y, k, n):",
         f"    nc = {cols}",
-        f"    yc = np.empty(({k}, nc), dtype={want})",
+        f"    yc = _pb_empty(({k}, nc), {want})",
         f"    for l in range({k}):",
         "        for j in range(nc):",
         f"            yc[l, j] = {yi}",
         "    m = x.shape[0]",
-        f"    out = np.empty((m, nc), dtype={want})",
+        f"    out = _pb_empty((m, nc), {want})",
         "    for i in range(m):",
         "        for j in range(nc):",
         f"            s = {want}(0)",
@@ -70,6 +73,6 @@ def _pb_mmk_numba(x, y, k, n):
     if want not in _NP or dx not in _NP or dy not in _NP:
         return None
     cols = n.literal_value if isinstance(n, types.IntegerLiteral) else 0
-    scope = {"np": np}
+    scope = {"np": np, "_pb_empty": _pb_empty}
     exec(_text(int(k.literal_value), int(cols), _NP[want], dx != want, dy != want), scope)   # our own text
     return scope["impl"]
