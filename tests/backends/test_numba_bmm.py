@@ -3,7 +3,7 @@
 have the result's batch axes calls one overload with literal sizes instead of a
 helper printed into each module, so a second module of the process does not compile
 it again; values are those of the batched loops (bit for bit) and NumPy's to
-rounding; broadcast operands and bool products keep the module's helper."""
+rounding; a broadcast operand keeps the module's helper."""
 import numpy as np
 import pytest
 
@@ -69,7 +69,7 @@ def test_same_bits_as_the_module_helper():
     np.testing.assert_array_equal(fn(a, b)[0], want)
 
 
-def test_broadcast_and_bool_stacks_keep_the_helper():
+def test_broadcast_stacks_keep_the_helper():
     a, b = RNG.standard_normal((1, 4, 3)), RNG.standard_normal((6, 3, 2))
     _, fn = _compile(stacked, [a, b])
     assert not _bmm_lines(fn.source) and "def _pb_bmatmul" in fn.source
