@@ -39,52 +39,37 @@ def _reshape_form(x, y, nb, m, k, n):
     pass
 
 
-def _literals(sizes):
-    return tuple(int(s.literal_value) for s in sizes) if all(isinstance(s, types.IntegerLiteral) for s in sizes) else None
+@njit(inline="always")
+def _numba_reshape(x, shape):
+    return x.reshape(shape)
 
 
-@overload(_helper_form, prefer_literal=True, jit_options={"error_model": "numpy"})
-def _helper_numba(x, y, nb, m, k, n):
-    lit = _literals((nb, m, k, n))
-    if lit is None:
-        return None
-    NB, M, K, N = lit
+def _loops_reading(form, reshape):
+    """Overload `form` with the product's loops over `reshape(operand, literal extents)`."""
+    @overload(form, prefer_literal=True, jit_options={"error_model": "numpy"})
+    def _numba(x, y, nb, m, k, n):
+        sizes = (nb, m, k, n)
+        if not all(isinstance(s, types.IntegerLiteral) for s in sizes):
+            return None
+        NB, M, K, N = (int(s.literal_value) for s in sizes)
 
-    def impl(x, y, nb, m, k, n):
-        xf = x.reshape((NB, M, K))
-        yf = y.reshape((NB, K, N))
-        out = _pb_empty((NB, M, N), np.float64)
-        for b in range(NB):
-            for i in range(M):
-                for j in range(N):
-                    s = np.float64(0)
-                    for l in range(K):
-                        s += xf[b, i, l] * yf[b, l, j]
-                    out[b, i, j] = s
-        return out
-    return impl
+        def impl(x, y, nb, m, k, n):
+            xf = reshape(x, (NB, M, K))
+            yf = reshape(y, (NB, K, N))
+            out = _pb_empty((NB, M, N), np.float64)
+            for b in range(NB):
+                for i in range(M):
+                    for j in range(N):
+                        s = np.float64(0)
+                        for l in range(K):
+                            s += xf[b, i, l] * yf[b, l, j]
+                        out[b, i, j] = s
+            return out
+        return impl
 
 
-@overload(_reshape_form, prefer_literal=True, jit_options={"error_model": "numpy"})
-def _reshape_numba(x, y, nb, m, k, n):
-    lit = _literals((nb, m, k, n))
-    if lit is None:
-        return None
-    NB, M, K, N = lit
-
-    def impl(x, y, nb, m, k, n):
-        xf = _pb_reshape(x, (NB, M, K))
-        yf = _pb_reshape(y, (NB, K, N))
-        out = _pb_empty((NB, M, N), np.float64)
-        for b in range(NB):
-            for i in range(M):
-                for j in range(N):
-                    s = np.float64(0)
-                    for l in range(K):
-                        s += xf[b, i, l] * yf[b, l, j]
-                    out[b, i, j] = s
-        return out
-    return impl
+_loops_reading(_helper_form, _numba_reshape)      # numba's `.reshape`, as the module helper did
+_loops_reading(_reshape_form, _pb_reshape)        # the views of `numba_views`
 
 
 def _runner(form, shape):

@@ -38,26 +38,10 @@ def test_python_form_checks_like_the_compiled_one():
     assert e.value.args == (7, 3)
 
 
-def test_second_module_does_not_compile_it_again():
-    from numba.core import event
-
-    compiled = []
-
-    class Listener(event.Listener):
-        def on_start(self, e):
-            fn = getattr(e.data["dispatcher"], "py_func", None)
-            compiled.append((str(getattr(fn, "__module__", "")), getattr(fn, "__qualname__", "")))
-
-        def on_end(self, e):
-            return None
-
-    lis = Listener()
-    event.register("numba:compile", lis)
-    try:
-        for f in (three, three_more):
-            assert pb.jit(f, backend="numba")(*ARGS) == pytest.approx(f(*ARGS), rel=1e-15)
-    finally:
-        event.unregister("numba:compile", lis)
+def test_second_module_does_not_compile_it_again(numba_compiles):
+    for f in (three, three_more):
+        assert pb.jit(f, backend="numba")(*ARGS) == pytest.approx(f(*ARGS), rel=1e-15)
+    compiled = list(numba_compiles)
     # the check once, the overload's implementation (a closure of `numba_checks`): every
     # generated module of this process links the same compiled code, where each module
     # compiled a `_pb_check_idx` of its own
