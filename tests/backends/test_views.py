@@ -2,7 +2,8 @@
 [compile-time], "Slices in place"): the call printed for an IR slice spec, the
 view's values, memory and layout against NumPy's and numba's own slicing, and
 a derivative that slices end to end; static reshapes (`_pb_reshape`, "Reshapes in
-place") against NumPy, C arrays viewed and other layouts copied."""
+place") against NumPy, C arrays viewed and other layouts copied; broadcasts
+(`_pb_broadcast`, "Broadcasts in place") as read-only views with NumPy's values."""
 import numpy as np
 import pytest
 
@@ -12,8 +13,8 @@ from numba import njit, typeof  # noqa: E402
 
 import pullback as pb  # noqa: E402
 from pullback.backends import numba_backend  # noqa: E402
-from pullback.backends.numba_views import (_pb_region_add, _pb_region_set, _pb_reshape, _pb_view_a,  # noqa: E402
-                                          _pb_view_c, view_text)
+from pullback.backends.numba_views import (_pb_broadcast, _pb_region_add, _pb_region_set,  # noqa: E402
+                                          _pb_reshape, _pb_view_a, _pb_view_c, view_text)
 
 pytestmark = pytest.mark.usefixtures("private_cache")   # conftest.py
 
@@ -249,3 +250,49 @@ def test_gradient_module_prints_reshapes():
     src = numba_backend.emit_prog(numba_backend.lower(pb.grad(g)._jit.staged(x).prog), parallel=False)
     assert "_pb_reshape(" in src and "np.ascontiguousarray(" not in src
     np.testing.assert_allclose(pb.grad(g, backend="numba")(x), pb.grad(g, backend="interp")(x), rtol=1e-14)
+
+
+BROADCASTS = [((3,), (4, 3)), ((1, 3), (5, 3)), ((2, 1), (2, 4)), ((2, 1, 3), (4, 2, 5, 3)), ((1,), (2, 3, 1)),
+              ((4,), (4,)), ((0, 1), (2, 0, 3))]
+
+
+@pytest.mark.parametrize("src,shape", BROADCASTS)
+def test_broadcast_is_numpys(src, shape):
+    @njit(cache=False)
+    def f(x, shp):
+        return _pb_broadcast(x, shp)
+
+    x = np.arange(1.0, 1.0 + np.prod(src)).reshape(src)
+    want = np.broadcast_to(x, shape)
+    got = f(x, shape)
+    assert got.shape == want.shape and not got.flags.writeable
+    np.testing.assert_array_equal(got, want)
+    assert np.shares_memory(got, x) or got.size == 0
+    xs = x[..., ::-1] if x.ndim and x.shape[-1] > 1 else x     # a strided source
+    np.testing.assert_array_equal(f(xs, shape), np.broadcast_to(xs, shape))
+
+
+def test_broadcast_keeps_its_source_alive():
+    @njit(cache=False)
+    def f(n):
+        return _pb_broadcast(np.arange(n * 1.0), (3, n))      # the source is a temporary
+
+    y = f(4)
+    np.testing.assert_array_equal(y, np.broadcast_to(np.arange(4.0), (3, 4)))
+
+
+def test_broadcast_modules_and_gradients():
+    def g(x, w):
+        return np.broadcast_to(x, (5, 3)) @ w
+
+    def loss(x, w):
+        return np.sum(np.sin(np.broadcast_to(x, (5, 3)) @ w))
+
+    x, w = np.linspace(-1.0, 1.0, 3), np.linspace(0.5, 2.0, 12).reshape(3, 4)
+    src = numba_backend.emit_prog(numba_backend.lower(pb.jit(g).staged(x, w).prog), parallel=False)
+    code = [ln.split("#")[0] for ln in src.splitlines()]
+    assert any("_pb_broadcast(x, (5, 3))" in ln for ln in code) and not any("broadcast_to(" in ln for ln in code)
+    np.testing.assert_allclose(pb.jit(g, backend="numba")(x, w), g(x, w), rtol=1e-14)
+    got = pb.grad(loss, argnums=(0, 1), backend="numba")(x, w)
+    for a, b in zip(got, pb.grad(loss, argnums=(0, 1), backend="interp")(x, w)):
+        np.testing.assert_allclose(a, b, rtol=1e-13)

@@ -33,6 +33,15 @@ Contract:
   `np.ascontiguousarray` with the reshape machinery it pulls in is about
   0.4 s of compiling per process and signature (gmm's gradient reshapes one
   transposed matrix).
+- `_pb_broadcast(x, shape)`: numba intrinsic, ``np.broadcast_to(x, shape)``
+  for an array `x` and a tuple `shape` of at least `x`'s rank whose extents
+  are `x`'s, aligned to the right, except where `x`'s extent is 1 (the caller
+  guarantees it: the IR's static broadcast): a read-only view of layout 'A'
+  sharing `x`'s memory (a new reference to its meminfo; no parent object, so
+  that numba boxes it as a new read-only array), stride 0 along the
+  new leading axes and the axes of extent 1 of `x`. numba's `np.broadcast_to`
+  compiles its shape checks and their error messages per signature and
+  process (0.2 s: ht's complicated Jacobian).
 - `fields(context, builder, ty, value, *names)`, `items(builder, arr)`,
   `with_fields(context, builder, ty, struct, **values)`: codegen helpers, an
   array value's fields (``"data"``, ``"shape"``, ...) read with
@@ -56,7 +65,7 @@ from numba.extending import intrinsic
 from .numba_exprs import shape_tuple
 
 IMPORT = ("from pullback.backends.numba_views import _pb_view_a, _pb_view_c, _pb_region_add, _pb_region_set, "
-          "_pb_reshape")
+          "_pb_reshape, _pb_broadcast")
 
 
 def _ints(t, n):
@@ -180,6 +189,33 @@ def _pb_reshape(typingctx, x, shape):
                           strides=cgutils.pack_array(builder, strides))
         if sig.args[0].layout != "C":
             return out   # the copy's reference, handed on
+        return impl_ret_borrowed(context, builder, ret, out)
+
+    return sig, codegen
+
+
+@intrinsic
+def _pb_broadcast(typingctx, x, shape):
+    if not (isinstance(x, types.Array) and isinstance(shape, types.BaseTuple) and len(shape) >= max(1, x.ndim)
+            and all(isinstance(t, types.Integer) for t in shape)):
+        return None
+    ret = x.copy(ndim=len(shape), layout="A", readonly=True)   # as numba's np.broadcast_to
+    sig = ret(x, shape)
+
+    def codegen(context, builder, sig, args):
+        xty, x = sig.args[0], args[0]
+        extents = [context.cast(builder, v, t, types.intp)
+                   for v, t in zip(cgutils.unpack_tuple(builder, args[1]), sig.args[1])]
+        xshape, xstrides = (items(builder, a) for a in fields(context, builder, xty, x, "shape", "strides"))
+        zero, one = (context.get_constant(types.intp, v) for v in (0, 1))
+        lead = len(extents) - xty.ndim
+        strides = [zero] * lead + [builder.select(builder.icmp_signed("==", n, one), zero, st)   # a broadcast axis
+                                   for n, st in zip(xshape, xstrides)]
+        meminfo, itemsize, data = fields(context, builder, xty, x, "meminfo", "itemsize", "data")
+        out = with_fields(context, builder, ret, cgutils.get_null_value(context.get_value_type(ret)),  # no parent:
+                          meminfo=meminfo, itemsize=itemsize, data=data,   # returned to Python it is a new view
+                          nitems=_count(context, builder, extents), shape=cgutils.pack_array(builder, extents),
+                          strides=cgutils.pack_array(builder, strides))
         return impl_ret_borrowed(context, builder, ret, out)
 
     return sig, codegen
