@@ -52,7 +52,8 @@ def _no_sentinel():
 
 
 _ALLOWED_IMPORTS = {"numpy", "numba", "numba.typed", "pullback.backends", "pullback.ir.types",
-                    "pullback.backends.numba_alloc"}
+                    "pullback.backends.numba_alloc", "pullback.backends.numba_select",
+                    "pullback.backends.numba_bmm"}
 
 
 def _assert_clean(src: str):
