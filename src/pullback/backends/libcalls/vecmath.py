@@ -7,7 +7,7 @@ njit helper written into the generated module as source text (so the module
 hash covers it): ``_pb_vm_<op>(x)`` for a scalar (also inside fused loops),
 ``_pb_vm_map_<op>(x)`` for an array. Float32 values are computed in double
 and rounded once. The helpers are plain arithmetic, integer bit operations
-and selects, inlined into the caller (``dialect.deco_inline``), so LLVM's
+(bit casts through `numba_bits`) and selects, inlined into the caller (``dialect.deco_inline``), so LLVM's
 loop vectoriser can vectorise a loop that calls them; numba's own forms call
 scalar libm (numba >= 0.62 has no SVML), which blocks vectorisation. Other
 dtypes, and everything when ``PULLBACK_VECMATH=0``, print NumPy's form
@@ -136,7 +136,7 @@ _REDUCE = f'''{{deco}}
 def _pb_vm_reduce(x):
     t = x * 1.4426950408889634 + 6755399441055744.0
     kf = t - 6755399441055744.0
-    k = np.float64(t).view(np.int64) - 4843621399236968448
+    k = _pb_f64_bits(t) - 4843621399236968448
     hi = x - kf * {_LN2_HI!r}
     lo = -(kf * {_LN2_LO!r})
     r = hi + lo
@@ -155,8 +155,8 @@ def _pb_vm_exp(x):
     s = 1.0 + qh
     y = s + (((1.0 - s) + qh) + ql)
     k1 = k >> 1
-    s1 = np.int64((k1 + 1023) << 52).view(np.float64)
-    s2 = np.int64((k - k1 + 1023) << 52).view(np.float64)
+    s1 = _pb_bits_f64((k1 + 1023) << 52)
+    s2 = _pb_bits_f64((k - k1 + 1023) << 52)
     return y * s1 * s2'''
 
 _EXPM1 = '''{deco}
@@ -164,7 +164,7 @@ def _pb_vm_expm1(x):
     xc = 710.0 if x > 710.0 else x
     xc = -40.0 if xc < -40.0 else xc
     qh, ql, k = _pb_vm_reduce(xc)
-    h = np.int64((k + 1022) << 52).view(np.float64)
+    h = _pb_bits_f64((k + 1022) << 52)
     a = h * qh
     b = h - 0.5
     bl = (h - b) - 0.5
@@ -179,10 +179,10 @@ _LOGC = f'''{{deco}}
 def _pb_vm_logc(x, c):
     sub = x < 2.2250738585072014e-308
     xs = x * 18014398509481984.0 if sub else x
-    ix = np.float64(xs).view(np.int64)
+    ix = _pb_f64_bits(xs)
     tmp = ix - 4604544271217802189
     k = (tmp >> 52) - (54 if sub else 0)
-    m = np.int64(ix - (tmp & -4503599627370496)).view(np.float64)
+    m = _pb_bits_f64(ix - (tmp & -4503599627370496))
     f = m - 1.0
     s = f / (2.0 + f)
     z = s * s
@@ -247,6 +247,9 @@ def _pb_vm_map_{op}(x):
 def _add(dialect, name: str) -> str:
     """Write helper `name` (after the helpers it calls) into the dialect's module."""
     src, deps = _HELPERS[name]
+    from ..numba_bits import IMPORT   # the bit casts ("Bit casts" in note [vecmath])
+
+    dialect.helper("_pb_bits_import", IMPORT)
     for d in deps:
         _add(dialect, d)
     return dialect.helper(name, src.format(deco=dialect.deco_inline))
