@@ -7,8 +7,9 @@ njit helper written into the generated module as source text (so the module
 hash covers it): ``_pb_vm_<op>(x)`` for a scalar (also inside fused loops),
 ``_pb_vm_map_<op>(x)`` for an array. Float32 values are computed in double
 and rounded once. The helpers are plain arithmetic, integer bit operations
-(bit casts through `numba_bits`) and selects, inlined into the caller (``dialect.deco_inline``), so LLVM's
-loop vectoriser can vectorise a loop that calls them; numba's own forms call
+(bit casts through `numba_bits`) and selects, inlined into the caller
+(``dialect.deco_inline``), so LLVM's loop vectoriser can vectorise a loop
+that calls them; numba's own forms call
 scalar libm (numba >= 0.62 has no SVML), which blocks vectorisation. Other
 dtypes, and everything when ``PULLBACK_VECMATH=0``, print NumPy's form
 (libm), as before. pysource is unaffected (its own forms come first). The
