@@ -11,9 +11,9 @@ Contract:
   as the batched helper `libcalls.linalg` prints otherwise, so results are
   the same bits. The sizes are literals so that LLVM unrolls the small loops.
   The operands are indexed as they are: read through `numba_views._pb_reshape`
-  views of the literal extents, LLVM's SLP vectoriser packed the unrolled
-  products into vector multiplies with shuffles, 2x slower (a 22 x 4 x 4
-  stack: `benchmarks/bmm_forms.py`).
+  views of the literal extents, LLVM vectorised the unrolled products into
+  vector multiplies with shuffles, 2x slower (a 22 x 4 x 4 stack:
+  `benchmarks/bmm_forms.py`).
   Called from Python it returns ``np.matmul(x, y)``.
 - An overload: numba compiles it once per process and signature (the literals
   included) and links it into every caller, where a helper printed into each

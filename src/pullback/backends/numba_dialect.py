@@ -535,6 +535,11 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         axis, as `numba_views._pb_reshape` (note [compile-time], "Reshapes in place")."""
         return self._viewing(f"_pb_reshape({x_text}, {numba_exprs.shape_tuple(shape)})")
 
+    def broadcast(self, x_text: str, shape) -> str:
+        """`np.broadcast_to(x, shape)` (a read-only view) for the IR's static broadcast of an
+        array, as `numba_views._pb_broadcast` (note [compile-time], "Broadcasts in place")."""
+        return self._viewing(f"_pb_broadcast({x_text}, {numba_exprs.shape_tuple(shape)})")
+
     def _viewing(self, text: str) -> str:
         """`text`, a call of a `numba_views` intrinsic: the module imports them."""
         from .numba_views import IMPORT

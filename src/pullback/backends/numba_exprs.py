@@ -119,7 +119,7 @@ def expr(d, fe, e: Prim, pat):
         shp = shape_tuple(p["shape"])
         if _ndim(x) == 0:
             return f"np.full({shp}, {A(x)})"
-        return d._viewing(f"_pb_broadcast({A(x)}, {shp})")   # note [compile-time], "Broadcasts in place"
+        return d.broadcast(A(x), p["shape"])
     if op == "concatenate":
         xs = ", ".join(A(x) for x in args) + ("," if len(args) == 1 else "")
         if one_dtype(e, pat):   # note [compile-time], "Concatenations in place"

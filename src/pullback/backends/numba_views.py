@@ -100,6 +100,15 @@ def _count(context, builder, extents):
     return n
 
 
+def _new_view(context, builder, ty, extents, strides, **values):
+    """An array value of numba type `ty` (of a new rank, built from nothing) with the given
+    extents and strides (LLVM integers), its element count, and the named `values` (meminfo,
+    data, ...); fields not given are null."""
+    return with_fields(context, builder, ty, cgutils.get_null_value(context.get_value_type(ty)),
+                       nitems=_count(context, builder, extents), shape=cgutils.pack_array(builder, extents),
+                       strides=cgutils.pack_array(builder, strides), **values)
+
+
 def _viewer(keep_c: bool):
     def typer(typingctx, x, starts, shape, steps):
         if not (isinstance(x, types.Array) and x.ndim >= 1 and all(_ints(t, x.ndim) for t in (starts, shape, steps))):
@@ -183,10 +192,8 @@ def _pb_reshape(typingctx, x, shape):
         for n in reversed(extents):
             strides.insert(0, step)
             step = builder.mul(step, n)
-        out = with_fields(context, builder, ret, cgutils.get_null_value(context.get_value_type(ret)),  # a new rank
-                          meminfo=meminfo, parent=parent, itemsize=itemsize, data=data,
-                          nitems=_count(context, builder, extents), shape=cgutils.pack_array(builder, extents),
-                          strides=cgutils.pack_array(builder, strides))
+        out = _new_view(context, builder, ret, extents, strides, meminfo=meminfo, parent=parent, itemsize=itemsize,
+                        data=data)
         if sig.args[0].layout != "C":
             return out   # the copy's reference, handed on
         return impl_ret_borrowed(context, builder, ret, out)
@@ -212,10 +219,8 @@ def _pb_broadcast(typingctx, x, shape):
         strides = [zero] * lead + [builder.select(builder.icmp_signed("==", n, one), zero, st)   # a broadcast axis
                                    for n, st in zip(xshape, xstrides)]
         meminfo, itemsize, data = fields(context, builder, xty, x, "meminfo", "itemsize", "data")
-        out = with_fields(context, builder, ret, cgutils.get_null_value(context.get_value_type(ret)),  # no parent:
-                          meminfo=meminfo, itemsize=itemsize, data=data,   # returned to Python it is a new view
-                          nitems=_count(context, builder, extents), shape=cgutils.pack_array(builder, extents),
-                          strides=cgutils.pack_array(builder, strides))
+        # no parent: returned to Python it is a new view
+        out = _new_view(context, builder, ret, extents, strides, meminfo=meminfo, itemsize=itemsize, data=data)
         return impl_ret_borrowed(context, builder, ret, out)
 
     return sig, codegen

@@ -275,7 +275,7 @@ def _matmul_numba(dialect, fe, e, pat):
     batch = tuple(np.broadcast_shapes(xs[:-2], ys[:-2]))
     nb = int(np.prod(batch, dtype=np.int64))
     m, n = xs[-2], ys[-1]
-    if xs[:-2] == ys[:-2] == batch and want in _LOOP_DTYPES and _loops((xs, ys), (want, want), want):
+    if xs[:-2] == ys[:-2] == batch and _loops((xs, ys), (want, want), want):
         # one overload for every module of the process: note [small-matmul], "Shared batched products"
         dialect.helper("_pb_bmm_import", "from pullback.backends.numba_bmm import _pb_bmm")
         call = (f"_pb_bmm({dialect.reshaped(operand(x), (nb, m, k))}, {dialect.reshaped(operand(y), (nb, k, n))}, "
