@@ -10,10 +10,13 @@ first call go, on the numba backend.
     python benchmarks/compile_time.py --speed-opt 3,2 --cases lse:default,...  # warm speed per LLVM level
     python benchmarks/compile_time.py --speed-opt 3,1 --speed-var PULLBACK_NUMBA_FOPT  # ... per function-pass level
     python benchmarks/compile_time.py --speed-forward --rounds 40               # forwarded entry vs wrapper
+    python benchmarks/compile_time.py --core none --clock wall \
+        --variant par=,PULLBACK_PARALLEL=1,NUMBA_NUM_THREADS=2                   # parallel maps on 2 threads
 
 Each case (PROGRAM:SIZE of `benchmarks/programs/`) runs in a new process with an
-empty cache directory (so numba compiles), single-threaded and pinned to one
-core. That process calls pullback's primal, then its derivative, once each
+empty cache directory (so numba compiles), single-threaded, with parallel maps
+off and pinned to one core (a variant's environment may change the first two,
+``--core none`` the third). That process calls pullback's primal, then its derivative, once each
 (the cold first calls, as `run.py`'s "pullback start-up" table; CPU seconds
 of the process by default, which load from other processes on a shared
 machine hardly changes; ``--clock wall`` for elapsed time), with
@@ -365,7 +368,7 @@ def run_speed(cases: list[str], args) -> str:
         try:
             cmd = [sys.executable, os.path.abspath(__file__), "--child-speed", case, "--speed-opt", args.speed_opt,
                    "--speed-var", args.speed_var, "--rounds", str(args.rounds), "--clock", args.clock]
-            if shutil.which("taskset"):
+            if shutil.which("taskset") and args.core != "none":
                 cmd = ["taskset", "-c", str(args.core)] + cmd
             env = _env(SRC, cache, {"PULLBACK_WARM_CACHE": "0"})
             p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout, check=False)
@@ -390,10 +393,10 @@ def run_speed(cases: list[str], args) -> str:
 
 def _env(src: str, cache: str, extra: dict | None = None) -> dict:
     env = dict(os.environ)
-    env.update(extra or {})
     for v in THREAD_VARS:
         env[v] = "1"
     env["PULLBACK_PARALLEL"] = "0"
+    env.update(extra or {})   # a variant may turn parallel maps on (PULLBACK_PARALLEL=1, with --core none)
     env["PULLBACK_CACHE_DIR"] = cache
     env["PYTHONPATH"] = src
     env.pop("NUMBA_CACHE_DIR", None)
@@ -406,7 +409,7 @@ def run_case(case: str, variant: tuple, args) -> dict:
     try:
         cmd = [sys.executable, os.path.abspath(__file__), "--child", case, "--min-time", str(args.min_time),
                "--functions", str(args.functions), "--clock", args.clock]
-        if shutil.which("taskset"):
+        if shutil.which("taskset") and args.core != "none":
             cmd = ["taskset", "-c", str(args.core)] + cmd
         p = subprocess.run(cmd, env=_env(src, cache, extra), capture_output=True, text=True, timeout=args.timeout,
                            check=False)
@@ -493,7 +496,8 @@ def parse_args(argv=None):
     p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                    help="cpu (default): the child's CPU seconds (time.process_time), robust to other processes "
                         "on a shared machine; wall: elapsed seconds")
-    p.add_argument("--core", type=int, default=0, help="the core to pin to (taskset)")
+    p.add_argument("--core", default="0", help="the core to pin to (taskset); 'none': not pinned (parallel maps "
+                                               "need more than one CPU)")
     p.add_argument("--timeout", type=int, default=900)
     p.add_argument("--out", default=None, help="also write the report (Markdown) here")
     p.add_argument("--speed-opt", default=None, metavar="L1,L2,...",
@@ -536,7 +540,7 @@ def main(argv=None):
             try:
                 cmd = [sys.executable, os.path.abspath(__file__), "--child-forward", case, "--rounds",
                        str(args.rounds), "--clock", args.clock]
-                if shutil.which("taskset"):
+                if shutil.which("taskset") and args.core != "none":
                     cmd = ["taskset", "-c", str(args.core)] + cmd
                 p = subprocess.run(cmd, env=_env(SRC, cache, {"PULLBACK_WARM_CACHE": "0"}), capture_output=True,
                                    text=True, timeout=args.timeout, check=False)
@@ -592,7 +596,7 @@ def main(argv=None):
     cmdline = " ".join(argv if argv is not None else sys.argv[1:])
     hdr = [f"# Cold compile time by phase ({time.strftime('%Y-%m-%d %H:%M')})", "",
            (f"`python benchmarks/compile_time.py {cmdline}`; numba {numba.__version__}, NumPy {numpy.__version__}, "
-            f"Python {sys.version.split()[0]}; one core, one thread; {args.runs} run(s) per case and variant "
+            f"Python {sys.version.split()[0]}; {'not pinned' if args.core == 'none' else 'one core'}, one thread unless a variant says otherwise; {args.runs} run(s) per case and variant "
             f"(medians); load average {load0:.2f} at the start, {load1:.2f} at the end; "
             f"{time.time() - t0:.0f} s in all."), "",
            (f"Seconds ({args.clock} clock), exclusive per phase (see the script's docstring); "

@@ -86,9 +86,9 @@ def test_rows_are_element_loops(f, args):
 
 @pytest.mark.parametrize("f, args", CASES[:2], ids=[c[0].__name__ for c in CASES[:2]])
 def test_parallel_maps_store_rows_by_loops(f, args):
-    big = (np.tile(args[0], (400, 1)), args[1])   # wide enough to run with prange
+    big = (np.tile(args[0], (400, 1)), args[1])   # wide enough to run in parallel
     src = source(f, *big, parallel=True)
-    assert "prange" in src and not slice_stores(src, f.__name__), src
+    assert "_pb_parallel_for(" in src and not slice_stores(src, f.__name__), src
     got = pb.jit(f, backend="numba", parallel=True)(*big)
     np.testing.assert_allclose(got, pb.jit(f, backend="interp")(*big), rtol=1e-13, atol=1e-13)
 
@@ -120,3 +120,28 @@ def test_a_constant_mapped_array_is_evaluated_once():
     assert ".copy()" in src[:loop] and ".copy()[" not in src, src
     np.testing.assert_allclose(pb.jit(over_identity, backend="numba", parallel=False)(m),
                                pb.jit(over_identity, backend="interp")(m), rtol=1e-13, atol=1e-13)
+
+
+def partial_sums(xs, w):           # a parallel map whose vjp accumulates w's adjoint: an array
+    return np.sum(pb.map(lambda x: np.sum(np.tanh(x * w)), xs))
+
+
+def test_parallel_partial_sums_are_stored_by_loops(tmp_path):
+    """A chunk's partial sums of an array accumulator go back into their row of the
+    partials by loops too, so the parallel vjp compiles no shape-error formatting."""
+    from _compile_events import compiled_names, formatting
+
+    xs, w = RNG.standard_normal((400, 6)), RNG.standard_normal(6)
+    g = pb.grad(partial_sums, argnums=(0, 1), backend="numba", parallel=True)
+    got = g(xs, w)
+    src = g._jit.staged(xs, w).runner.source
+    assert "(parallel), accumulating" in src and not slice_stores(src, "partial_sums"), src
+    for a, b in zip(got, pb.grad(partial_sums, argnums=(0, 1), backend="interp")(xs, w)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    import inspect
+
+    names = compiled_names(tmp_path, "import numpy as np\nimport pullback as pb\n\n\n" + inspect.getsource(partial_sums),
+                           "pb.grad(partial_sums, argnums=(0, 1), backend='numba', parallel=True)"
+                           "(np.ones((400, 6)), np.ones(6))")
+    assert any(n.startswith("_pb_map") for n in names)   # the listener saw the chunks compile
+    assert not formatting(names), names

@@ -42,11 +42,11 @@ def test_second_module_does_not_compile_it_again(numba_compiles):
     for f in (three, three_more):
         assert pb.jit(f, backend="numba")(*ARGS) == pytest.approx(f(*ARGS), rel=1e-15)
     compiled = list(numba_compiles)
-    # the check once, the overload's implementation (a closure of `numba_checks`): every
-    # generated module of this process links the same compiled code, where each module
-    # compiled a `_pb_check_idx` of its own
+    # the check at most once (none when an earlier test of this process compiled it), the
+    # overload's implementation (a closure of `numba_checks`): every generated module of this
+    # process links the same compiled code, where each module compiled a `_pb_check_idx` of its own
     checks = [(m, q) for m, q in compiled if m == numba_checks.__name__ or "_pb_check_idx" in q]
-    assert [m for m, _ in checks] == [numba_checks.__name__], compiled
+    assert [m for m, _ in checks] in ([numba_checks.__name__], []), compiled
     assert len([m for m, _ in compiled if m.startswith("pullback_numba")]) >= 2
 
 

@@ -100,7 +100,7 @@ def test_parallel_map_reading_many_values_compiles():
     x = np.linspace(0.1, 1.0, 400 * 4)
     staged = pb.jit(pb.grad(_many), backend="numba").staged(x)   # the adjoint's map reads more
     src = nb.emit_prog(nb.lower(staged.prog), parallel=True)
-    assert "prange" in src and "LIST_TO_TUPLE" not in opcodes(src)
+    assert "_pb_parallel_for(" in src and "LIST_TO_TUPLE" not in opcodes(src)
     assert max(ln.count(",") for ln in src.splitlines() if "def _pb_map" in ln) > WIDE
     want = pb.jit(_many, backend="interp")(x)
     np.testing.assert_allclose(pb.jit(_many, backend="numba", parallel=True)(x), want, rtol=1e-12)

@@ -1,6 +1,6 @@
 """Multi-core maps on the numba backend (issue 12 §3, note [numba-parallel]).
 
-What is checked: which maps run with `prange` (outermost only, not in
+What is checked: which maps run on numba's threads (outermost only, not in
 functions called from a map, by size under parallel=None, never under
 parallel=False or PULLBACK_PARALLEL=0); that parallel code compiles without
 numba's "not parallel" warnings and gives the interpreter's results, the same
@@ -85,27 +85,25 @@ def _funcs(src):
 def test_only_outermost_maps_of_uncalled_functions_are_parallel():
     src = numba_backend.emit_prog(_prog(model, *ARGS), parallel=True)
     fs = _funcs(src)
-    par = {n for n, (deco, _) in fs.items() if "parallel=" in deco}
-    # three outermost maps (ys, zs, and the one in the loop), each run by a driver of its own:
-    # the only functions compiled with numba's parallel option, the only ones with prange
-    assert par == {n for n, (_, text) in fs.items() if "prange(" in text} == {f"_pb_map{k}_par" for k in range(3)}
-    assert fs["model"][1].count("(parallel)") == 3 and fs["model"][1].count("_par(") == 3
+    # three outermost maps (ys, zs, and the one in the loop), each a chunk function launched on
+    # numba's threads by the caller itself: no function is compiled with numba's parallel option
+    assert not any("parallel=" in deco for deco, _ in fs.values()) and "prange" not in src
+    assert fs["model"][1].count("(parallel)") == 3 and fs["model"][1].count("_pb_parallel_for(_pb_map") == 3
+    assert {n for n in fs if n.startswith("_pb_map")} == {f"_pb_map{k}" for k in range(3)}
     # the map inside ys stays a loop in its chunk function, and so does inner's (called from a map)
     assert "# map over x\n" in fs["_pb_map0"][1] + "\n" and "for " in fs["_pb_map0"][1]
-    assert "_par(" not in fs["inner"][1] and "# map over w" in fs["inner"][1]
-    # only explicit prange loops: numba's own array-expression rewrites stay off
-    assert "'numpy': False" in fs["_pb_map0_par"][0] and "'prange': True" in fs["_pb_map0_par"][0]
-    assert "from numba import prange" in src
+    assert "_pb_parallel_for(" not in fs["inner"][1] and "# map over w" in fs["inner"][1]
+    assert "from pullback.backends.numba_parfor import _pb_parallel_for" in src
 
 
 def test_parallel_false_and_the_environment_turn_it_off(monkeypatch):
     prog = _prog(model, *ARGS)
-    assert "prange" not in numba_backend.emit_prog(prog, parallel=False)
+    assert "_pb_parallel_for" not in numba_backend.emit_prog(prog, parallel=False)
     monkeypatch.setenv("PULLBACK_PARALLEL", "0")
     src = numba_backend.emit_prog(prog, parallel=True)
-    assert "prange" not in src and "parallel=" not in src
+    assert "_pb_parallel_for" not in src and "parallel=" not in src
     monkeypatch.setenv("PULLBACK_PARALLEL", "1")
-    assert "prange(" in numba_backend.emit_prog(prog, parallel=True)
+    assert "_pb_parallel_for(" in numba_backend.emit_prog(prog, parallel=True)
 
 
 def test_bad_environment_value(monkeypatch):
@@ -122,13 +120,15 @@ def _sparse(xs, w):
     return np.sum(pb.map(lambda x: w[3, 2] * np.sum(x), xs))
 
 
-def test_automatic_setting_by_estimated_work():
+def test_automatic_setting_by_estimated_work(monkeypatch):
     from pullback.passes.vjp import vjp_prog
+
+    monkeypatch.setattr(numba_parallel, "usable_cpus", lambda: 2)   # whatever this process may use
 
     big = numba_backend.emit_prog(_prog(_big, np.ones((1000, 400))), parallel=None)
     small = numba_backend.emit_prog(_prog(_big, np.ones((10, 40))), parallel=None)
-    assert "prange(" in big and "prange" not in small
-    assert "prange(" in numba_backend.emit_prog(_prog(_big, np.ones((10, 40))), parallel=True)
+    assert "_pb_parallel_for(" in big and "_pb_parallel_for" not in small
+    assert "_pb_parallel_for(" in numba_backend.emit_prog(_prog(_big, np.ones((10, 40))), parallel=True)
     # the threshold depends on the threading layer (tbb starts parallel regions fastest)
     w = numba_parallel.work(_prog(_big, np.ones((1, 400))).funcs[0].body, None)
     assert 1000 * w >= numba_parallel.min_work() > 10 * w
@@ -141,6 +141,14 @@ def test_automatic_setting_by_estimated_work():
 
     assert "(parallel)" not in adjoint_map(np.ones((20000, 50)))
     assert "(parallel)" in adjoint_map(np.ones((20, 5)))
+
+
+def test_one_cpu_runs_automatic_maps_sequentially(monkeypatch):
+    """A process that may use one CPU (affinity, cgroup quota) gains nothing from threads."""
+    monkeypatch.setattr(numba_parallel, "usable_cpus", lambda: 1)
+    prog = _prog(_big, np.ones((1000, 400)))
+    assert "_pb_parallel_for" not in numba_backend.emit_prog(prog, parallel=None)
+    assert "_pb_parallel_for(" in numba_backend.emit_prog(prog, parallel=True)   # as asked
 
 
 def _halving(x, k):
@@ -161,7 +169,7 @@ def test_maps_unsafe_on_worker_threads_stay_sequential():
     """A recursive callee's stack checks are the calling thread's; a callback runs Python."""
     for prog in (_prog(_calls_recursive, np.ones(8), 3), _prog(_calls_back, np.ones(8))):
         src = numba_backend.emit_prog(prog, parallel=True)
-        assert "# map over" in src and "prange" not in src
+        assert "# map over" in src and "_pb_parallel_for" not in src
 
 
 def test_bad_parallel_value_is_a_located_error():
@@ -223,14 +231,15 @@ def _same(a, b):
 
 def test_compiles_in_parallel_without_numba_warnings(_compiled):
     g, _, caught = _compiled
-    assert not caught, [str(w.message)[:200] for w in caught]  # e.g. "prange ... will not be executed in parallel"
+    assert not caught, [str(w.message)[:200] for w in caught]  # e.g. numba performance warnings
     runner = g._jit.staged(*ARGS).runner
     assert runner.parallel
     fs = _funcs(runner.source)
     # the primal map and its adjoint (accumulating w's and c's adjoints) both run in parallel,
-    # in drivers of their own: the only functions numba compiles with its parallel option
-    assert sorted(n for n, (deco, _) in fs.items() if "parallel=" in deco) == ["_pb_map0_par", "_pb_map1_par"]
-    assert all("prange(" in fs[n][1] for n in ("_pb_map0_par", "_pb_map1_par"))
+    # chunk functions launched by their callers; numba compiles nothing with its parallel option
+    assert sorted(n for n in fs if n.startswith("_pb_map")) == ["_pb_map0", "_pb_map1"]
+    assert not any("parallel=" in deco for deco, _ in fs.values())
+    assert runner.source.count("_pb_parallel_for(_pb_map") == 2
     assert runner.source.count("(parallel), accumulating") == 1
     assert numba_parallel.threading_layer() == numba.threading_layer()
 
@@ -442,7 +451,7 @@ def test_parallel_false_and_the_environment_compile_sequential_code(monkeypatch,
     j = pb.jit(tiny, backend="numba", parallel=False)
     np.testing.assert_array_equal(j(x), x * 2.0 + 1.0)
     src = j.staged(x).runner.source
-    assert "prange" not in src and "# map over" in src
+    assert "_pb_parallel_for" not in src and "# map over" in src
     monkeypatch.setenv("PULLBACK_PARALLEL", "0")
     j = pb.jit(tiny, backend="numba", parallel=True)
     np.testing.assert_array_equal(j(x), x * 2.0 + 1.0)
@@ -457,7 +466,7 @@ import pullback as pb
 from test_parallel import model, ARGS
 g = pb.grad(model, argnums=(0, 1, 2), backend="numba", parallel=True)
 r = g(*ARGS)
-assert "prange(" in g._jit.staged(*ARGS).runner.source
+assert "_pb_parallel_for(" in g._jit.staged(*ARGS).runner.source
 np.save(sys.argv[1], np.concatenate([np.ravel(a) for a in r]))
 print(numba.config.NUMBA_NUM_THREADS, numba.threading_layer())
 """

@@ -100,7 +100,7 @@ class _Lazy:
 ps = _Lazy(".pysource")
 numba_parallel = _Lazy(".numba_parallel")
 
-_VERSION = "7"   # 2: modules executed from memory, numba's files under a manifest; 3: the smul intrinsic; 4: allocation intrinsics; 5: the concatenation intrinsic; 6: the select intrinsic; 7: the shared batched product
+_VERSION = "8"   # 2: modules executed from memory, numba's files under a manifest; 3: the smul intrinsic; 4: allocation intrinsics; 5: the concatenation intrinsic; 6: the select intrinsic; 7: the shared batched product; 8: parallel maps launched by an intrinsic
 # ---------------------------------------------------------------------------
 # compile, cache, run
 # ---------------------------------------------------------------------------
@@ -125,7 +125,7 @@ def _emit(prog: Prog, name_hints: bool = True, metered: bool = False):
 def _vectorize(prog: Prog, setting, metered: bool) -> Prog:
     """Maps as whole-array code and contractions as BLAS `matmul` (`passes.vectorize`),
     except the maps that run in parallel (`numba_parallel.plan`): those stay
-    `prange` loops, with their bodies vectorised (note [vectorize]). With the
+    maps run by chunks, with their bodies vectorised (note [vectorize]). With the
     automatic setting (None), a parallel candidate that vectorises into BLAS
     is vectorised instead."""
     from ..passes.vectorize import becomes_blas, vectorize

@@ -23,9 +23,9 @@ stays inf/nan).
 Parallel maps (note [numba-parallel]): `NumbaDialect(parallel=...)` takes the
 effective setting (`numba_parallel.setting`); `prepare` plans which maps run
 in parallel (`numba_parallel.plan`), `parallel_map` answers `pysource.maps`,
-and `map_helper` writes a parallel map's chunk function, its exception
-catching wrapper and its prange driver (compiled with numba's parallel
-option, the only functions that are). Metered modules stay sequential.
+and `map_helper` writes a parallel map's chunk function and the statement
+launching its chunks on numba's threads (`numba_parfor`; nothing is compiled
+with numba's parallel option). Metered modules stay sequential.
 
 Recursion depth (note [numba-recursion-depth]): in a program with a
 call-graph cycle (`cycle_edges`: self or mutual recursion), every function
@@ -139,7 +139,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         # parallel: the effective setting (numba_parallel.setting); metered builds stay sequential
         # (their byte counter is one shared array)
         self.parallel = False if metered else parallel
-        self.par = numba_parallel.Plan()      # the maps that run with prange (set by `prepare`)
+        self.par = numba_parallel.Plan()      # the maps that run in parallel (set by `prepare`)
         self.repeated: set = set()            # bodies run more than once per call (`prepare`)
         self.unset: set = set()               # `full`s whose fill nobody sees (`prepare`)
         self.blas_operands = False            # a matmul printed `_pb_blas` (note [blas-operands])
@@ -225,7 +225,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         if self.blas_operands:
             out.append("from pullback.backends.numba_operands import _pb_blas")
         if self.par:
-            out.append("from numba import prange")
+            out.append("from pullback.backends.numba_parfor import _pb_parallel_for")
         out.append("")
         for src in helpers:
             out += [src, ""]
@@ -235,7 +235,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         return [self.deco]
 
     def parallel_map(self, fe, st) -> bool:
-        """Does the map statement `st` run with prange (`numba_parallel.plan`)?"""
+        """Does the map statement `st` run in parallel (`numba_parallel.plan`)?"""
         return id(st) in self.par.maps
 
     def parallel_chunks(self, n: int, accs: bool = True) -> int:
@@ -243,43 +243,33 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         chunk has private partial sums) is cut into (`numba_parallel.chunks`)."""
         return numba_parallel.chunks(n, accs)
 
-    def row_store(self, fe, depth: int, name: str, i: str, x) -> None:
-        """Print `name[i] = x` for an array `x` (a map's row, `pysource.maps`)
-        as loops over its elements: numba lowers an array assigned to a slice
-        through `fancy_setslice`, whose shape-mismatch message compiles numba's
+    def row_store(self, fe, depth: int, name: str, i: str, text: str, shape) -> None:
+        """Print `name[i] = text` for an array value `text` of static `shape` (a
+        map's row, or a chunk's partial sums: `pysource.maps`) as loops over its
+        elements: numba lowers an array assigned to a slice through
+        `fancy_setslice`, whose shape-mismatch message compiles numba's
         int-to-str and string formatting (about 2 s of ht's Jacobian; note
         [compile-time], "Row stores")."""
-        text = fe.a(x)
         if not text.isidentifier():   # a constant's copy, or an expression: evaluated once
             row = fe.fresh("row")
             fe.line(depth, f"{row} = {text}")
             text = row
-        numba_scratch.element_loops(fe, depth, name, x.type.shape, lambda ix: f"{text}[{ix}]", lead=(i,))
+        numba_scratch.element_loops(fe, depth, name, shape, lambda ix: f"{text}[{ix}]", lead=(i,))
 
-    def map_helper(self, params: list[str], body: list[str], n: int, nc: int, failed: str, u: str) -> str:
-        """Write the helpers of a parallel map of width `n` in `nc` chunks
+    def map_helper(self, params: list[str], body: list[str], n: int, nc: int, failed: str) -> tuple[str, str]:
+        """Write the helper of a parallel map of width `n` in `nc` chunks
         (`pysource.maps`), `params` being (lo, hi, chunk, the rest...), all
-        names of the caller's, as are `failed` and `u`: `_pb_map{k}(*params)`
-        runs the lines `body` (one chunk of iterations);
-        `_pb_map{k}_try(*params)` runs it and returns 1 if it raised, else 0;
-        `_pb_map{k}_par(failed, *rest)` runs every chunk with prange, chunk c's
-        result into failed[c], and is the only function compiled with numba's
-        `parallel` option. Returns the name `_pb_map{k}`."""
-        name = f"_pb_map{sum(h.startswith('_pb_map') for h in self.helpers) // 3}"
-        sig = ", ".join(params)
-        rest = ", ".join(params[3:])
-        t = params[2]
-        self.helper(name, f"{self.deco}\ndef {name}({sig}):\n" + "\n".join(body) + "\n    return 0")
-        self.helper(name + "_try", (f"{self.deco}\ndef {name}_try({sig}):\n    try:\n        {name}({sig})\n"
-                                    f"    except Exception:  # noqa: BLE001\n        return 1\n    return 0"))
-        deco = self.deco[:-1] + f", parallel={numba_parallel.PARALLEL_OPTIONS!r})"
-        self.helper(name + "_par", (
-            f"{deco}\ndef {name}_par({failed}{', ' if rest else ''}{rest}):\n"
-            f"    for {u} in prange({nc}):\n"
-            f"        {t} = np.int64({u})  # the prange index is unsigned in numba's worker function\n"
-            f"        {failed}[{t}] = {name}_try({t} * {n} // {nc}, ({t} + 1) * {n} // {nc}, {t}"
-            f"{', ' if rest else ''}{rest})"))
-        return name
+        names of the caller's, as is `failed`: `_pb_map{k}(*params)` runs the
+        lines `body` (one chunk of iterations). Returns its name and the
+        statement that runs every chunk on numba's threads, chunk c's status
+        (1 if it raised) into failed[c] (`numba_parfor._pb_parallel_for`: no
+        function is compiled with numba's `parallel` option; note
+        [numba-parallel], "One level")."""
+        name = f"_pb_map{sum(h.startswith('_pb_map') for h in self.helpers)}"
+        self.helper(name, f"{self.deco}\ndef {name}({', '.join(params)}):\n" + "\n".join(body) + "\n    return 0")
+        rest = params[3:]
+        launch = f"_pb_parallel_for({name}, {n}, {nc}, {failed}, ({', '.join(rest)}{',' if len(rest) == 1 else ''}))"
+        return name, launch
 
     def const(self, fe, x: Const):
         t = x.type

@@ -18,9 +18,8 @@ Each method writes its helper on first use and returns the helper's name:
   (its decorator becomes `deco_inline`) where at most `FEW_SITES` sites of the
   module call it (these helpers); `count_sites(lines)`
   counts the calls in a function's final lines, `inline_few(name, src)` gives
-  the source to print (note [compile-time], "Helpers at few sites"). Not in a
-  module that runs maps in parallel; in a mutually recursive one `deco_inline`
-  is `deco` (calls). Where a helper of `SHARED` is not inlined, the module
+  the source to print (note [compile-time], "Helpers at few sites"). In a
+  mutually recursive module `deco_inline` is `deco` (calls). Where a helper of `SHARED` is not inlined, the module
   imports the process-wide overload instead of printing its own copy.
 """
 from __future__ import annotations
@@ -61,8 +60,7 @@ class LoopHelpers:
         """`src`, inlined by numba where few sites call it (module docstring); at
         more sites, a helper of `SHARED` is imported instead (compiled once per
         process, not once per module)."""
-        if (name not in self.few or self.sites.get(name, 0) > FEW_SITES or self.par
-                or not src.startswith(self.deco + "\n")):
+        if name not in self.few or self.sites.get(name, 0) > FEW_SITES or not src.startswith(self.deco + "\n"):
             return SHARED.get(name, src)
         return self.deco_inline + src[len(self.deco):]
 

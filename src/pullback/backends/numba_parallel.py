@@ -9,17 +9,17 @@ Contract:
   validates the keyword.
 - `plan(prog, setting) -> Plan`: which `Map` statements run in parallel
   (`Plan.maps`, by ``id`` of the `Let`) and which functions contain one
-  (`Plan.funcs`). Each such map becomes three helpers (`pysource.maps`,
-  `NumbaDialect.map_helper`): a chunk of its iterations, a wrapper that
-  catches the chunk's exception, and a small driver with the ``prange`` loop,
-  the only function compiled with ``njit(parallel=...)`` (numba's parallel
-  passes are slow on large functions). A map is parallel when the setting is not False,
+  (`Plan.funcs`). Each such map becomes a helper running a chunk of its
+  iterations (`pysource.maps`, `NumbaDialect.map_helper`), which the caller
+  launches on numba's threads (`numba_parfor._pb_parallel_for`; nothing is
+  compiled with numba's ``parallel`` option). A map is parallel when the setting is not False,
   it is the outermost map of its function (a map inside it stays sequential),
   its function is neither recursive nor called, directly or not, from inside
   any map's body (numba's threading layers are not all safe for nested
   parallel regions), the map does not call back into Python
   (`pure_callback`) nor a recursive function (its stack checks are the
-  calling thread's) and, when the setting is None, its estimated work
+  calling thread's) and, when the setting is None, the process may run on
+  more than one CPU (`usable_cpus`) and its estimated work
   (`work`: width times the cost of its body, the primitives' cost rules with
   loop bounds that are constants multiplied in) is at least `min_work()` and
   at least the cost of its accumulators' private partial sums (`chunks`
@@ -31,10 +31,6 @@ Contract:
   the generated code, not the number of threads active at run time, so
   results do not depend on `numba.set_num_threads` (the partial sums of the
   chunks are added in chunk order).
-- `PARALLEL_OPTIONS`: numba's parallel options for those functions: only the
-  explicit ``prange`` loops run in parallel; numba's own rewrites of array
-  expressions and reductions stay off, so nothing else changes order of
-  evaluation and results do not depend on scheduling.
 - `ensure_threading_layer() -> bool`: called before the first parallel
   compile in a process (under the backend's lock). Picks numba's threading
   layer unless the user already chose one (``NUMBA_THREADING_LAYER``) or
@@ -76,10 +72,6 @@ def min_work() -> int:
     """`MIN_WORK` for the threading layer parallel maps run on (it is chosen here)."""
     ensure_threading_layer()
     return MIN_WORK["tbb" if _LAYER["name"] == "tbb" else "other"]
-
-# numba's parallel option for the drivers (a dict: numba pops from it, so print it anew each time)
-PARALLEL_OPTIONS = {"comprehension": False, "reduction": False, "inplace_binop": False, "setitem": False,
-                    "numpy": False, "stencil": False, "fusion": False, "prange": True}
 
 CALL_LOCK = threading.Lock()   # serialises parallel calls on a thread-unsafe layer (workqueue)
 _LAYER: dict = {"name": None, "serialise": None}
@@ -225,11 +217,11 @@ def _outer_maps(body):
 
 
 def plan(prog, parallel, cycles=frozenset()) -> Plan:
-    """The maps of `prog` that run with prange under the effective setting
+    """The maps of `prog` that run in parallel under the effective setting
     `parallel` (see `setting`); `cycles`: (caller, callee) calls along
     call-graph cycles (recursive functions stay sequential)."""
     out = Plan()
-    if parallel is False:
+    if parallel is False or (parallel is None and usable_cpus() < 2):   # one CPU: nothing to gain
         return out
     recursive = {f for edge in cycles for f in edge}
     nested = _called_in_maps(prog)

@@ -5,7 +5,7 @@ function emitter `fe`:
 
     ys = np.empty((n, ...), dtype=...)        # one per stacked result
     acc = acc0                                 # accumulators, like loop parameters
-    for i in range(n):                         # `prange` when parallel
+    for i in range(n):                         # chunks on threads when parallel
         x = xs[i]                              # one element per mapped array
         ...                                    # the lambda's body
         ys[i] = y
@@ -13,9 +13,9 @@ function emitter `fe`:
 
 When the dialect says the map runs in parallel (`dialect.parallel_map(fe, st)`,
 the numba backend's outermost large maps), the iterations are cut into
-`dialect.parallel_chunks(n)` chunks of consecutive iterations, run by a
-`prange` loop through helper functions (`_parallel`: errors raised in a
-chunk are raised after the loop). Accumulators get private partial sums per
+`dialect.parallel_chunks(n)` chunks of consecutive iterations, run on the
+dialect's threads through a helper function (`_parallel`: errors raised in a
+chunk are raised after the launch). Accumulators get private partial sums per
 chunk, started at zero and added to the initial values after the loop in
 chunk order, so no two threads write one element (the accumulators are
 additive, `ir.core.Map`) and the result does not depend on scheduling or on
@@ -105,7 +105,7 @@ def _iteration(fe, e: Map, depth: int, outs, names, iname, over=None) -> None:
     row_store = getattr(fe.mod.dialect, "row_store", None)
     for name, r in zip(outs, body.result[:k]):
         if row_store is not None and r.type.shape:
-            row_store(fe, depth, name, iname, r)   # the numba dialect: loops (note [compile-time])
+            row_store(fe, depth, name, iname, fe.a(r), r.type.shape)   # the numba dialect: loops (note [compile-time])
         else:
             fe.line(depth, f"{name}[{iname}] = {fe.a(r)}")
     fe.assign(depth, names, [fe.a(r) for r in body.result[k:]])
@@ -116,13 +116,12 @@ def _iteration(fe, e: Map, depth: int, outs, names, iname, over=None) -> None:
 
 def _parallel(fe, st, depth, outs, final, inits, iname, n) -> None:
     """A parallel map (see the module docstring): its iterations, cut into
-    chunks, become a helper function (`dialect.map_helper`: `fn`) that a
-    `prange` loop in a small function of its own (`fn_par`: numba's parallel
-    passes are slow on large functions) calls once per chunk through a wrapper
-    (`fn_try`) returning 1 if the chunk raised (numba runs no prange loop with
-    a `raise` in its body, and cannot carry an exception out of its worker
-    threads); a chunk that failed runs again sequentially afterwards, raising
-    its (located) error there."""
+    chunks, become a helper function (`dialect.map_helper`: `fn`), which the
+    dialect's launch statement runs once per chunk on numba's threads, setting
+    failed[c] to 1 if chunk c raised (an exception cannot leave a worker
+    thread); a chunk that failed runs again sequentially afterwards, raising
+    its (located) error there. A chunk's partial sums of an array accumulator
+    go back into their row by loops (`dialect.row_store`)."""
     e: Map = st.exp
     dialect = fe.mod.dialect
     nc = dialect.parallel_chunks(n, bool(e.accs))
@@ -139,21 +138,24 @@ def _parallel(fe, st, depth, outs, final, inits, iname, n) -> None:
         fe.line(1, f"{name} = {part}[{t}]")
     fe.line(1, f"for {iname} in range({lo}, {hi}):")
     _iteration(fe, e, 2, outs, names, iname)
-    for name, part in zip(names, parts):
-        fe.line(1, f"{part}[{t}] = {name}")
+    for p, name, part in zip(e.acc_params, names, parts):
+        if p.type.shape:   # loops, as a map's rows (`row_store`)
+            dialect.row_store(fe, 1, part, t, name, p.type.shape)
+        else:
+            fe.line(1, f"{part}[{t}] = {name}")
     body = fe.lines[n0:]
     del fe.lines[n0:], fe.line_locs[n0:]
     fe.last_loc = None
     free = (free_vars(e.lam.body) - set(e.lam.params)) | {a for a in e.arrays if isinstance(a, Var)}
     params = [lo, hi, t] + outs + parts + sorted({fe.a(v) for v in free}) + list(fe.mod.extra_params)
-    failed, u = fe.fresh("failed"), fe.fresh("u")
-    fn = dialect.map_helper(params, body, n, nc, failed, u)
+    failed = fe.fresh("failed")
+    fn, launch = dialect.map_helper(params, body, n, nc, failed)
     fe.line(depth, f"{nt} = {nc}")
     for p, part in zip(e.acc_params, parts):
         fe.line(depth, f"{part} = np.zeros({_shape_lit((nc,) + tuple(p.type.shape))}, "
                        f"dtype={_NP_DTYPE[p.type.dtype]})")
     fe.line(depth, f"{failed} = np.zeros({nt}, dtype=np.int64)")
-    fe.line(depth, f"{fn}_par({', '.join([failed] + params[3:])})  # runs {fn} on each chunk in parallel")
+    fe.line(depth, f"{launch}  # runs {fn} on each chunk in parallel")
     args = ", ".join([f"{t} * {n} // {nt}", f"({t} + 1) * {n} // {nt}"] + params[2:])
     fe.line(depth, f"for {t} in range({nt}):  # a chunk that raised, again: its error is raised here")
     fe.line(depth + 1, f"if {failed}[{t}]:")
