@@ -100,7 +100,7 @@ class _Lazy:
 ps = _Lazy(".pysource")
 numba_parallel = _Lazy(".numba_parallel")
 
-_VERSION = "8"   # 2: modules executed from memory, numba's files under a manifest; 3: the smul intrinsic; 4: allocation intrinsics; 5: the concatenation intrinsic; 6: the select intrinsic; 7: the shared batched product; 8: parallel maps launched by an intrinsic
+_VERSION = "8"   # 2: modules executed from memory, numba's files under a manifest; 3: the smul intrinsic; 4: allocation intrinsics; 5: the concatenation intrinsic; 6: the select intrinsic; 7: the shared batched product; 8: parallel maps launched by an intrinsic, internal functions without wrappers
 # ---------------------------------------------------------------------------
 # compile, cache, run
 # ---------------------------------------------------------------------------
@@ -140,13 +140,16 @@ def _vectorize(prog: Prog, setting, metered: bool) -> Prog:
     return vectorize(prog, keep)
 
 
-def _emit_par(prog: Prog, name_hints: bool = True, metered: bool = False, parallel: bool | None = False):
+def _emit_par(prog: Prog, name_hints: bool = True, metered: bool = False, parallel: bool | None = False,
+              entry: str | None = None):
     """`_emit`'s pair and whether a function of the module runs a map in
-    parallel; `parallel`: the effective setting (`numba_parallel.setting`)."""
+    parallel; `parallel`: the effective setting (`numba_parallel.setting`);
+    `entry`: the function Python calls (the others get no Python wrapper;
+    None: every function keeps it)."""
     from .checks import ModuleArgs
     from .numba_dialect import NumbaDialect
 
-    d = NumbaDialect(metered=metered, parallel=parallel)
+    d = NumbaDialect(metered=metered, parallel=parallel, entry=entry)
     m = ps.emit_module(prog, name_hints, dialect=d)
     limit = None
     if d.stack_param:
@@ -266,8 +269,8 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
     setting = numba_parallel.setting(parallel)
     source = prog
     prog = lower(prog, setting, metered, fname)
-    src, consts, par = _emit_par(prog, metered=metered, parallel=setting)
     f = prog.func(fname or prog.entry)
+    src, consts, par = _emit_par(prog, metered=metered, parallel=setting, entry=f.name)
     dname = ps._Module(prog, True).fnames[forwarded(prog, f).name]   # the function numba compiles first
     spec = Spec(src, _module_hash(prog, f, src), not _mutual_recursion(prog), dname, f.name,
                 [ps._param_dtype(p.type) for p in f.params], [ps._param_dtype(t) for t in f.ret_types], consts, par)

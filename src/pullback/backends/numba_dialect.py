@@ -118,7 +118,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         return isinstance(elem, TensorType) and (elem.size <= _BUFFER_MAX or elem in self.fixed_elems)
 
     def __init__(self, boundscheck: bool | None = None, stackcheck: bool = True, metered: bool = False,
-                 parallel: bool | None = False):
+                 parallel: bool | None = False, entry: str | None = None):
         # (mutually recursive programs skip numba's disk cache in numba_backend, note
         # [numba-cache-safety]) boundscheck: print index checks (None: unless PULLBACK_BOUNDSCHECK=0)
         # stackcheck: check the stack before recursive calls (False only to measure their cost)
@@ -127,6 +127,9 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         self.recursive: set = set()           # (caller, callee) calls checked for stack depth
         self.boundscheck = checks.bounds_checks_enabled() if boundscheck is None else bool(boundscheck)
         self.deco, self.deco_inline = _DECO, _DECO_INLINE
+        # entry: the function Python calls (None: any may be); the others, called only from
+        # compiled code, are compiled without numba's Python and C wrappers (`decorator`)
+        self.entry, self.wrapped = entry, None
         self.helpers: dict[str, str] = {}     # helper name -> source
         self.few: set = set()                 # helpers inlined where few sites call them (`few_helper`)
         self.sites: dict = {}                 # few helper -> its calls in the functions (`count_sites`)
@@ -184,6 +187,10 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
             self.deco_inline = self.deco
         self.recursive = cycles if self.stackcheck else set()
         self.par = numba_parallel.plan(prog, self.parallel, cycles)
+        if self.entry is not None and not any(f != g for f, g in cycles):   # `decorator`
+            from .numba_opt import forward_chain
+
+            self.wrapped = {g.name for g in forward_chain(prog, prog.func(self.entry))}
         self.repeated = numba_scratch.repeated_bodies(prog, self.par.maps)   # note [short-loops]
         self.unset = numba_fill.unobserved_fills(prog)   # note [unobserved-fills]
         return (list(self.big.values()) + ([STACK_PARAM] if self.recursive else [])
@@ -232,7 +239,18 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         return out
 
     def decorator(self, f) -> list[str]:
-        return [self.deco]
+        """`f`'s decorator: without numba's Python and C wrappers when the entry is
+        known and `f` is not it (nor on the way to it): code Python never calls
+        (note [compile-time], "Internal functions"). Not in a mutually recursive
+        module: numba's calls along the cycle then fail ("unresolved symbol")."""
+        if self.wrapped is None or f.name in self.wrapped:
+            return [self.deco]
+        return [self.internal(self.deco)]
+
+    @staticmethod
+    def internal(deco: str) -> str:
+        """`deco` (an ``@njit(...)`` line) for a function only compiled code calls."""
+        return deco[:-1] + ", no_cpython_wrapper=True, no_cfunc_wrapper=True)"
 
     def parallel_map(self, fe, st) -> bool:
         """Does the map statement `st` run in parallel (`numba_parallel.plan`)?"""
@@ -266,7 +284,8 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         function is compiled with numba's `parallel` option; note
         [numba-parallel], "One level")."""
         name = f"_pb_map{sum(h.startswith('_pb_map') for h in self.helpers)}"
-        self.helper(name, f"{self.deco}\ndef {name}({', '.join(params)}):\n" + "\n".join(body) + "\n    return 0")
+        self.helper(name, f"{self.internal(self.deco)}\ndef {name}({', '.join(params)}):\n" + "\n".join(body)
+                    + "\n    return 0")
         rest = params[3:]
         launch = f"_pb_parallel_for({name}, {n}, {nc}, {failed}, ({', '.join(rest)}{',' if len(rest) == 1 else ''}))"
         return name, launch
