@@ -149,11 +149,13 @@ class jit(_Boundary):
             with STAGING_LOCK:
                 hit = self._cache.get(key)
                 if hit is None:
+                    from .gcpause import paused
                     from .passes.const_args import const_args
                     from .passes.dead_results import dead_results
 
-                    hit = stage(self.fun, args, static_argnums=static)
-                    hit.prog = dead_results(const_args(hit.prog))
+                    with paused():   # note [compile-time], "The collector"
+                        hit = stage(self.fun, args, static_argnums=static)
+                        hit.prog = dead_results(const_args(hit.prog))
                     hit.out_dtypes = _out_dtypes(hit.prog)
                     self._cache[key] = hit
         return hit
@@ -201,8 +203,11 @@ class jit(_Boundary):
         if st.runner is None:
             with STAGING_LOCK:
                 if st.runner is None:
-                    st.runner = (_runner(self.backend, st.prog) if self.parallel is None else
-                                 _runner(self.backend, st.prog, parallel=self.parallel))
+                    from .gcpause import paused
+
+                    with paused():   # the backend's passes and emission (numba compiles at the first call)
+                        st.runner = (_runner(self.backend, st.prog) if self.parallel is None else
+                                     _runner(self.backend, st.prog, parallel=self.parallel))
                     if wkey is not None:
                         from .backends import warm_cache
 

@@ -47,18 +47,20 @@ Contract:
   (`numba_typing`) and the untyped IR of the functions it inlines
   (`numba_inlining`), defers the IR's lifetime analyses to their first reader
   (`numba_postproc`), builds numba's function-level pass managers at
-  `function_opt_level()`, and pauses Python's cyclic garbage collector
-  while it is held where `collector_paused()` (note [compile-time],
+  `function_opt_level()`, and holds `gcpause.paused` (Python's cyclic
+  garbage collector paused where `collector_paused()`; note [compile-time],
   "The collector"); the collector runs again on exit if it ran before.
-- `collector_paused() -> bool`: False where ``$PULLBACK_COMPILE_GC`` is 1 (the
-  collector keeps running during compiles), else True.
+- `collector_paused() -> bool`: `gcpause.collector_paused`, False where
+  ``$PULLBACK_COMPILE_GC`` is 1 (the collector keeps running during
+  compiles), else True.
 """
 from __future__ import annotations
 
-import gc
 import os
 from typing import TYPE_CHECKING
 
+from .. import gcpause
+from ..gcpause import collector_paused  # noqa: F401 - part of this module's contract
 from . import numba_inlining, numba_postproc, numba_typing
 
 if TYPE_CHECKING:
@@ -116,11 +118,6 @@ def hoist_checks() -> bool:
     return v == "1" if v in ("0", "1") else _HOIST_CHECKS
 
 
-def collector_paused() -> bool:
-    """Whether pullback's compiles pause Python's cyclic collector (module docstring)."""
-    return os.environ.get("PULLBACK_COMPILE_GC", "0").strip() != "1"
-
-
 def llvm_tag() -> str:
     """The LLVM settings pullback's modules are built under, for the module hash."""
     return f"O{opt_level()} fO{function_opt_level()} vmc{memory_checks()} hrc{int(hoist_checks())}"
@@ -143,7 +140,6 @@ class numba_opt:
     """numba optimises at `level` while held (module docstring)."""
 
     _depth = 0   # contexts held (numba's lock is re-entrant): the outermost sets and restores LLVM's option
-    _resume_gc = False   # the outermost context paused the collector: its exit resumes it
 
     def __init__(self, level: int):
         self.level = level
@@ -170,9 +166,7 @@ class numba_opt:
                 numba_inlining.install()
                 numba_postproc.install()
                 _install_function_passes(min(function_opt_level(), self.level))
-                numba_opt._resume_gc = collector_paused() and gc.isenabled()
-                if numba_opt._resume_gc:
-                    gc.disable()
+                gcpause.pause()
             numba_opt._depth += 1
         except BaseException:
             config.OPT = self.old
@@ -187,9 +181,7 @@ class numba_opt:
             config.OPT = self.old
             numba_opt._depth -= 1
             if numba_opt._depth == 0:
-                if numba_opt._resume_gc:   # first: nothing below may leave the collector off
-                    numba_opt._resume_gc = False
-                    gc.enable()
+                gcpause.resume()   # first: nothing below may leave the collector paused
                 numba_typing.uninstall()
                 numba_inlining.uninstall()
                 numba_postproc.uninstall()
