@@ -174,23 +174,14 @@ def test_loops_in_branches_and_inlined_helpers():
         assert f(np.array(src), a) == py(np.array(src), b) and np.array_equal(a, b)
 
 
-def grow_rows(x, n):               # the gradient saves a row per iteration into a growing store
-    v = x.copy()
-    k = 0
-    s = 0.0
-    while k < n:
-        v = np.sin(v) * 0.5 + x
-        s = s + np.sum(v * v)
-        k = k + 1
-    return s
-
-
 def test_a_variable_deleted_twice_keeps_its_slot(private_cache):
     """numba deletes some variables in a branch and again at the join after it (a slot is
     null by then; a value would be freed twice: the store's buffer `st_buf` of a growing
     store, unpacked and rebound in a branch). NRT's allocation counts balance."""
-    import pullback as pb
     from numba.core.runtime import _nrt_python, rtsys
+    from test_compile_forms import grow_rows   # its gradient saves a row per iteration into a growing store
+
+    import pullback as pb
 
     x = np.linspace(-1.0, 1.0, 64)
     g = pb.jit(pb.grad(grow_rows), backend="numba")
