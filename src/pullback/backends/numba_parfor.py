@@ -10,8 +10,8 @@ Contract:
   a failed chunk again sequentially to raise it). `chunk` is a numba
   dispatcher of (int64, int64, int64, *rest's types), compiled when the
   caller is typed; `n` and `nc` integers, `failed` a C-contiguous int64 array
-  of at least `nc` elements. Returns None. The calling thread releases the GIL while the
-  chunks run, as numba's parallel loops do.
+  of at least `nc` elements. Returns None. The calling thread releases the
+  GIL while the chunks run, as numba's parallel loops do.
 - Code shape: the chunk is called like any other numba callee (its library is
   linked into the caller's, once); a small kernel function of the gufunc
   convention, defined in the caller's module, reads the chunk's arguments from
@@ -26,8 +26,8 @@ Contract:
   records numba's own reload hook, which starts it when the caller is loaded
   from numba's cache: the layer's symbols must be defined before its machine
   code is linked.
-- Generated modules import it (`numba_parallel`); a change to its code
-  generation needs a new `numba_backend._VERSION`.
+- Generated modules with a parallel map import it (`NumbaDialect.header`); a
+  change to its code generation needs a new `numba_backend._VERSION`.
 - Only the numba backend imports this module (it imports numba).
 """
 from __future__ import annotations
