@@ -27,7 +27,7 @@ Contract:
 """
 from __future__ import annotations
 
-from .numba_typing import unwrap_method, wrap_method
+from .numba_typing import method_patch
 
 STATS = {"runs": 0, "filled": 0}
 
@@ -59,41 +59,20 @@ class LazyEntryVars(dict):
         self._fill()
         return dict.__getitem__(self, key)
 
-    def __setitem__(self, key, value):
-        self._fill()
-        dict.__setitem__(self, key, value)
 
-    def __contains__(self, key):
+def _filled(name: str):
+    """dict's method `name`, computing the mapping first."""
+    def method(self, *args, **kwargs):
         self._fill()
-        return dict.__contains__(self, key)
+        return getattr(dict, name)(self, *args, **kwargs)
 
-    def __iter__(self):
-        self._fill()
-        return dict.__iter__(self)
+    method.__name__ = name
+    return method
 
-    def __len__(self):
-        self._fill()
-        return dict.__len__(self)
 
-    def __repr__(self):
-        self._fill()
-        return dict.__repr__(self)
-
-    def get(self, key, default=None):
-        self._fill()
-        return dict.get(self, key, default)
-
-    def keys(self):
-        self._fill()
-        return dict.keys(self)
-
-    def values(self):
-        self._fill()
-        return dict.values(self)
-
-    def items(self):
-        self._fill()
-        return dict.items(self)
+for _name in ("__setitem__", "__contains__", "__iter__", "__len__", "__repr__", "get", "keys", "values", "items"):
+    setattr(LazyEntryVars, _name, _filled(_name))
+del _name
 
 
 def _lazy(orig):
@@ -116,15 +95,5 @@ def _lazy(orig):
     return run
 
 
-def install() -> None:
-    """The lazy post-processing (call with numba's global compiler lock held)."""
-    from numba.core.postproc import PostProcessor
-
-    wrap_method(PostProcessor, "run", _lazy)
-
-
-def uninstall() -> None:
-    """numba's own post-processing again."""
-    from numba.core.postproc import PostProcessor
-
-    unwrap_method(PostProcessor, "run")
+# the lazy post-processing, and numba's own again (module docstring)
+install, uninstall = method_patch("numba.core.postproc", "PostProcessor", "run", _lazy)

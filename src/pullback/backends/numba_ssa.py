@@ -32,7 +32,7 @@ Contract:
 """
 from __future__ import annotations
 
-from .numba_typing import unwrap_method, wrap_method
+from .numba_typing import method_patch
 
 STATS = {"functions": 0, "variables": 0}
 
@@ -106,15 +106,5 @@ def _extended(orig):
     return find
 
 
-def install() -> None:
-    """The extended rule (call with numba's global compiler lock held)."""
-    from numba.core.lowering import Lower
-
-    wrap_method(Lower, "_find_singly_assigned_variable", _extended)
-
-
-def uninstall() -> None:
-    """numba's own rule again."""
-    from numba.core.lowering import Lower
-
-    unwrap_method(Lower, "_find_singly_assigned_variable")
+# the extended rule, and numba's own again (module docstring)
+install, uninstall = method_patch("numba.core.lowering", "Lower", "_find_singly_assigned_variable", _extended)

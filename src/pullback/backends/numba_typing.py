@@ -68,6 +68,20 @@ def unwrap_method(cls, name: str) -> None:
         setattr(cls, name, orig)
 
 
+def method_patch(module: str, cls: str, name: str, make):
+    """The (install, uninstall) pair of one `wrap_method` of numba's `module.cls.name`
+    (call both with numba's global compiler lock held; `module` is imported then)."""
+    import importlib
+
+    def install() -> None:
+        wrap_method(getattr(importlib.import_module(module), cls), name, make)
+
+    def uninstall() -> None:
+        unwrap_method(getattr(importlib.import_module(module), cls), name)
+
+    return install, uninstall
+
+
 def install() -> None:
     """Answer call types from `_MEMO` (call with numba's global compiler lock held)."""
     from numba.core.types.functions import BaseFunction
