@@ -70,10 +70,11 @@ def test_same_types_and_code_with_the_memo(monkeypatch):
     # numba's own function passes inside `numba_opt` too (note [compile-time], "Function passes"),
     # so that only the memo could make the code differ
     monkeypatch.setenv("PULLBACK_NUMBA_FOPT", str(int(numba.config.OPT)))
-    from pullback.backends import numba_ssa   # its values change the IR numba emits: off here
+    from pullback.backends import numba_allocas, numba_ssa   # they change the IR numba emits: off here
 
-    monkeypatch.setattr(numba_ssa, "install", lambda: None)
-    monkeypatch.setattr(numba_ssa, "uninstall", lambda: None)
+    for mod in (numba_ssa, numba_allocas):
+        monkeypatch.setattr(mod, "install", lambda: None)
+        monkeypatch.setattr(mod, "uninstall", lambda: None)
     plain = _njit("fa_memo_a")
     want = plain(*_args())
     assert not hasattr(BaseFunction.__dict__["get_call_type"], "__wrapped__")

@@ -47,7 +47,8 @@ Contract:
   (`numba_typing`) and the untyped IR of the functions it inlines
   (`numba_inlining`), defers the IR's lifetime analyses to their first reader
   (`numba_postproc`), lowers variables defined once to LLVM values rather
-  than stack slots (`numba_ssa`), builds numba's function-level pass managers at
+  than stack slots (`numba_ssa`), leaves out the entry block's zero store of
+  slots numba stores where it creates them (`numba_allocas`), builds numba's function-level pass managers at
   `function_opt_level()`, and holds `gcpause.paused` (Python's cyclic
   garbage collector paused where `collector_paused()`; note [compile-time],
   "The collector"); the collector runs again on exit if it ran before.
@@ -62,7 +63,7 @@ from typing import TYPE_CHECKING
 
 from .. import gcpause
 from ..gcpause import collector_paused  # noqa: F401 - part of this module's contract
-from . import numba_inlining, numba_postproc, numba_ssa, numba_typing
+from . import numba_allocas, numba_inlining, numba_postproc, numba_ssa, numba_typing
 
 if TYPE_CHECKING:
     from ..ir.core import Func, Prog
@@ -167,6 +168,7 @@ class numba_opt:
                 numba_inlining.install()
                 numba_postproc.install()
                 numba_ssa.install()
+                numba_allocas.install()
                 _install_function_passes(min(function_opt_level(), self.level))
                 gcpause.pause()
             numba_opt._depth += 1
@@ -188,6 +190,7 @@ class numba_opt:
                 numba_inlining.uninstall()
                 numba_postproc.uninstall()
                 numba_ssa.uninstall()
+                numba_allocas.uninstall()
                 _uninstall_function_passes()
             if self.checks != _LLVM_DEFAULT_MEMCHECKS:
                 _set_memory_checks(_LLVM_DEFAULT_MEMCHECKS)
