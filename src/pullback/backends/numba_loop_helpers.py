@@ -10,7 +10,8 @@ Each method writes its helper on first use and returns the helper's name:
 - `_reduce_helper(op, dtype)`: `np.<op>` of each row of a matrix;
 - `_reduce_lead_helper(op, dtype)` / `_reduce_all_helper(op, dtype)`: min or
   max over the first axis of a matrix, or of a whole vector; NaN wins, as in
-  NumPy.
+  NumPy (floats through `numba_extrema`'s intrinsics, a loop LLVM vectorises;
+  integers by comparisons).
 - `_sum_all_helper()`: the sum of a float64 vector (any strides) in index
   order from 0.0, numba's `np.sum` of a vector, without the axis checks numba
   compiles with it;
@@ -101,23 +102,25 @@ class LoopHelpers:
     def _reduce_lead_helper(self, op: str, dtype: str) -> str:
         """min or max over the first axis of a matrix, one row at a time (contiguous);
         NaN wins, as in np.min/np.max."""
+        step = ("            out[c] = {ext}(out[c], x[r, c])\n" if self._float_extrema(dtype) else
+                "            v = x[r, c]\n"
+                "            if v {cmp} out[c]:\n"
+                "                out[c] = v\n")
         return self._minmax_helper(f"_reduce_lead_{op}_{dtype}", op, (
             "    out = x[0].copy()\n"
             "    for r in range(1, x.shape[0]):\n"
-            "        for c in range(x.shape[1]):\n"
-            "            v = x[r, c]\n"
-            "            if v {cmp} out[c] or v != v:\n"
-            "                out[c] = v\n"))
+            "        for c in range(x.shape[1]):\n" + step))
 
     def _reduce_all_helper(self, op: str, dtype: str) -> str:
         """min or max of a non-empty vector (any strides); NaN wins, as in np.min/np.max."""
+        step = ("        out = {ext}(out, x[k])\n" if self._float_extrema(dtype) else
+                "        v = x[k]\n"
+                "        if v {cmp} out:\n"
+                "            out = v\n")
         return self._minmax_helper(f"_reduce_all_{op}_{dtype}", op, (
             f'    """{op} of a non-empty vector; NaN wins."""\n'
             "    out = x[0]\n"
-            "    for k in range(1, x.shape[0]):\n"
-            "        v = x[k]\n"
-            "        if v {cmp} out or v != v:\n"
-            "            out = v\n"))
+            "    for k in range(1, x.shape[0]):\n" + step))
 
     def _sum_all_helper(self) -> str:
         """np.sum of a float64 vector: numba's order (from 0.0, index order), as a loop: numba's
@@ -129,6 +132,15 @@ class LoopHelpers:
             f"        out += x[k]\n"
             f"    return out"))
 
+    def _float_extrema(self, dtype: str) -> bool:
+        """Whether min and max of `dtype` use `numba_extrema`'s intrinsics (floats: NaN wins,
+        and LLVM vectorises the reduction); their import is written on first use."""
+        if not dtype.startswith("f"):
+            return False
+        self.helper("_pb_extrema_import", "from pullback.backends.numba_extrema import _pb_fmax, _pb_fmin")
+        return True
+
     def _minmax_helper(self, name: str, op: str, loop: str) -> str:
-        cmp = "<" if op == "min" else ">"
-        return self.few_helper(name, f"{self.deco}\ndef {name}(x):\n" + loop.replace("{cmp}", cmp) + "    return out")
+        cmp, ext = ("<", "_pb_fmin") if op == "min" else (">", "_pb_fmax")
+        loop = loop.replace("{cmp}", cmp).replace("{ext}", ext)
+        return self.few_helper(name, f"{self.deco}\ndef {name}(x):\n" + loop + "    return out")
