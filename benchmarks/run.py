@@ -122,9 +122,11 @@ def load_frameworks(wanted, threads):
 
 
 def blas_threads():
-    """{library file: threads} for each OpenBLAS loaded in this process (asked through its
-    get_num_threads entry point), so the header shows what BLAS really uses, not only the
-    environment. Empty where none is found (e.g. NumPy built against another BLAS)."""
+    """{library file: (threads, kernels)} for each OpenBLAS loaded in this process (asked
+    through its get_num_threads and get_corename entry points), so the header shows what
+    BLAS really uses, not only the environment: some machines set OPENBLAS_CORETYPE to an
+    older kernel set than OpenBLAS would pick. Empty where none is found (e.g. NumPy built
+    against another BLAS)."""
     import ctypes
 
     out = {}
@@ -138,12 +140,20 @@ def blas_threads():
             lib = ctypes.CDLL(p)
         except OSError:
             continue
-        for sym in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
-                    "openblas_get_num_threads"):
-            fn = getattr(lib, sym, None)
-            if fn is not None:
-                out[os.path.basename(p)] = int(fn())
-                break
+        got = []
+        for what in ("get_num_threads", "get_corename"):
+            for sym in (f"scipy_openblas_{what}64_", f"scipy_openblas_{what}", f"openblas_{what}64_",
+                        f"openblas_{what}"):
+                fn = getattr(lib, sym, None)
+                if fn is not None:
+                    if what == "get_corename":
+                        fn.restype = ctypes.c_char_p
+                        got.append(fn().decode(errors="replace"))
+                    else:
+                        got.append(int(fn()))
+                    break
+        if got:
+            out[os.path.basename(p)] = tuple(got)
     return out
 
 
@@ -152,8 +162,10 @@ def thread_report(tools):
     parts = [f"{v}={os.environ.get(v, 'unset')}" for v in THREAD_VARS]
     parts.append(f"PULLBACK_PARALLEL={os.environ.get('PULLBACK_PARALLEL', 'unset')}")
     parts.append(f"XLA_FLAGS={os.environ.get('XLA_FLAGS', 'unset')!r}")
+    parts.append(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}")
     blas = blas_threads()
-    parts.append("OpenBLAS get_num_threads: " + (", ".join(f"{k} {v}" for k, v in blas.items()) or "none loaded"))
+    parts.append("OpenBLAS threads, kernels: " + (", ".join(f"{k} {', '.join(map(str, v))}" for k, v in blas.items())
+                                                 or "none loaded"))
     if "numba" in sys.modules:
         import numba
         parts.append(f"numba.get_num_threads() {numba.get_num_threads()}")
