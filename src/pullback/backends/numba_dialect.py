@@ -45,7 +45,7 @@ from ..ir.core import Const, Prim
 from ..ir.prims.indexing import region_shape
 from ..ir.types import StoreType, TensorType
 from ..ir.traverse import use_counts
-from . import checks, numba_exprs, numba_fill, numba_parallel, numba_scratch, numba_slots, numba_small_mm
+from . import checks, numba_borrow, numba_exprs, numba_fill, numba_parallel, numba_scratch, numba_slots, numba_small_mm
 from . import numba_fusion as fusion
 from . import numba_regions as regions
 from . import pysource as ps
@@ -149,6 +149,8 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         self.allocs = False                   # `finish` printed a `numba_alloc` intrinsic
         self.scratch_copies: set = set()      # ids of slice copies made into scratch arrays (`fusion_plan`)
         self.scratch_fills: set = set()       # ids of small fills made into scratch arrays (`fusion_plan`)
+        self.borrowed: set = set()            # ids of views printed borrowed (`numba_borrow`, `fusion_plan`)
+        self._rooted: tuple = (None, set())   # (function, its parameter-rooted values)
         self.inline_mms: set = set()          # ids of small matmuls printed as loop nests (`fusion_plan`)
         self.scratch_mms: set = set()         # those of them written into scratch arrays
         self.pop_copies: set = set()          # ids of pops that copy their slot (`fusion_plan`)
@@ -419,6 +421,10 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
             ids = numba_small_mm.inline(body)
             self.inline_mms |= ids
             self.scratch_mms |= numba_small_mm.scratches(body, ids, fe.own, self.push_copies)
+        if fe is not None:   # note [borrowed-views]
+            if self._rooted[0] is not fe.f:
+                self._rooted = (fe.f, numba_borrow.rooted(fe.f, fe.own))
+            self.borrowed |= {id(v) for v in numba_borrow.borrowable(body, self._rooted[1], fe.own, self.push_copies)}
         return fusion.plan(body, repeated)
 
     def while_block(self, fe, st, depth: int, names) -> int:
@@ -531,12 +537,16 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
             return None
         return self._viewing(f"_pb_region_{'set' if mode == 'set' else 'add'}({target}, {fe.a(v)})")
 
-    def view(self, fe, x, spec):
+    def view(self, fe, x, spec, pat=()):
         """A static slice of `x` as `numba_views`' intrinsic, or None (note
-        [compile-time], "Slices in place")."""
-        from .numba_views import view_text
+        [compile-time], "Slices in place"); borrowed where `fusion_plan` found the
+        result `pat[0]` borrowable (note [borrowed-views])."""
+        from .numba_views import BORROWED_IMPORT, view_text
 
-        text = view_text(fe.a(x), x.type.shape, spec) if isinstance(x.type, TensorType) else None
+        borrowed = bool(pat) and id(pat[0]) in self.borrowed
+        text = view_text(fe.a(x), x.type.shape, spec, borrowed) if isinstance(x.type, TensorType) else None
+        if text is not None and borrowed:
+            self.helper("_pb_borrow_import", BORROWED_IMPORT)
         return None if text is None else self._viewing(text)
 
     def reshaped(self, x_text: str, shape) -> str:

@@ -69,34 +69,62 @@ def repeated_bodies(prog, parallel_maps) -> set:
 
 
 def local_values(stmts, result, cands, push_copies, own) -> set:
-    from .pysource.ownership import _aliasing_args
-
     out = set()
     for v in cands:
         share = {v}
-        ok = True
-        for st in stmts:
-            e = st.exp
-            reads = set(e.args) if isinstance(e, (Prim, Apply)) else free_vars(e)
-            if not reads & share:
-                continue
-            if isinstance(e, Prim):
-                if e.op == "store_push" and e.args[1] in share and not push_copies(e.args[0].type.elem):
-                    ok = False
-                    break
-                if e.op == "store_push":
-                    continue   # copied into the store's buffer
-                taken = list(_aliasing_args(e))
-                if id(st) in own.inplace:
-                    taken.append(e.args[0])   # an update in place: the result is the array
-                if id(st) in own.inplace_add:
-                    taken.append(own.inplace_add[id(st)])
-                if not any(a in share for a in taken if isinstance(a, Var)):
-                    continue   # a fresh result (elementwise, reductions, copies into another array)
-            share.update(st.pat)
-        if ok and not share & {a for a in result if isinstance(a, Var)}:
+        if _spread(stmts, share, push_copies, own) and not share & {a for a in result if isinstance(a, Var)}:
             out.add(v)
     return out
+
+
+def _spread(stmts, share: set, push_copies, own) -> bool:
+    """Add to `share` the results of `stmts` that may share an array with a member
+    (module docstring, `local_values`); False where a sharer goes into a store that
+    keeps references."""
+    from .pysource.ownership import _aliasing_args
+
+    for st in stmts:
+        e = st.exp
+        reads = set(e.args) if isinstance(e, (Prim, Apply)) else free_vars(e)
+        if not reads & share:
+            continue
+        if isinstance(e, Prim):
+            if e.op == "store_push" and e.args[1] in share and not push_copies(e.args[0].type.elem):
+                return False
+            if e.op == "store_push":
+                continue   # copied into the store's buffer
+            taken = list(_aliasing_args(e))
+            if id(st) in own.inplace:
+                taken.append(e.args[0])   # an update in place: the result is the array
+            if id(st) in own.inplace_add:
+                taken.append(own.inplace_add[id(st)])
+            if not any(a in share for a in taken if isinstance(a, Var)):
+                continue   # a fresh result (elementwise, reductions, copies into another array)
+        elif isinstance(e, Loop) and len(st.pat) == len(e.params) == len(e.body.result):
+            carried = _loop_sharers(e, share, push_copies, own)
+            if carried is None:
+                return False
+            share.update(r for r, j in zip(st.pat, range(len(st.pat))) if j in carried)
+            continue
+        share.update(st.pat)
+    return True
+
+
+def _loop_sharers(e, share: set, push_copies, own):
+    """The positions of loop `e`'s results that may share an array with a member of
+    `share` (the outer values): a parameter shares when its initial value does or
+    when the body's next value for it does (to a fixed point); the body's reads of
+    outer values count as they do outside. None where a sharer escapes into a store
+    that keeps references."""
+    carried = {j for j, a in enumerate(e.init) if a in share}
+    while True:
+        inner = set(share) | {e.params[j] for j in carried}
+        if not _spread(e.body.stmts, inner, push_copies, own):
+            return None
+        more = {j for j, r in enumerate(e.body.result) if r in inner} - carried
+        if not more:
+            return carried
+        carried |= more
 
 
 def scratch(fe, shape: tuple, dtype: str) -> str:

@@ -12,7 +12,14 @@ Contract:
   (the caller uses it only where numba's own slicing would: a slice of the
   first axis with step 1, the other axes whole), otherwise, and always for
   `_pb_view_a`, layout 'A'.
-- `view_text(x_text, shape, spec) -> str | None`: the intrinsic's call for the
+- `_pb_view_cb`, `_pb_view_ab`: the same views *borrowed*: no reference of
+  their own (a null meminfo and parent, which numba's reference counting
+  skips), for a view that the caller knows its base outlives and that never
+  leaves its body (`numba_borrow`, note [borrowed-views]). Returned to Python
+  such a view would not keep its memory alive: the caller must not let it
+  get there.
+- `view_text(x_text, shape, spec, borrowed=False) -> str | None`: the
+  intrinsic's call (a borrowed one where `borrowed`) for the
   IR index `spec` (`ir.prims.indexing`: only ``('s', start, stop, step)``
   entries, fewer than the axes meaning the rest whole) of an array of static
   `shape`, or None for any other spec (integer or dynamic indices).
@@ -66,6 +73,7 @@ from .numba_exprs import shape_tuple
 
 IMPORT = ("from pullback.backends.numba_views import _pb_view_a, _pb_view_c, _pb_region_add, _pb_region_set, "
           "_pb_reshape, _pb_broadcast")
+BORROWED_IMPORT = "from pullback.backends.numba_views import _pb_view_ab, _pb_view_cb"
 
 
 def _ints(t, n):
@@ -109,7 +117,7 @@ def _new_view(context, builder, ty, extents, strides, **values):
                        strides=cgutils.pack_array(builder, strides), **values)
 
 
-def _viewer(keep_c: bool):
+def _viewer(keep_c: bool, borrowed: bool = False):
     def typer(typingctx, x, starts, shape, steps):
         if not (isinstance(x, types.Array) and x.ndim >= 1 and all(_ints(t, x.ndim) for t in (starts, shape, steps))):
             return None
@@ -130,16 +138,22 @@ def _viewer(keep_c: bool):
             out = with_fields(context, builder, xty, x, data=data, nitems=_count(context, builder, extents),
                               shape=cgutils.pack_array(builder, extents),
                               strides=cgutils.pack_array(builder, [builder.mul(k, s) for k, s in zip(steps_, strides)]))
+            if borrowed:   # no reference of its own: a null meminfo, which numba's refcounting skips
+                meminfo, parent = fields(context, builder, xty, x, "meminfo", "parent")
+                return with_fields(context, builder, xty, out, meminfo=cgutils.get_null_value(meminfo.type),
+                                   parent=cgutils.get_null_value(parent.type))
             return impl_ret_borrowed(context, builder, ret, out)
 
         return ret(x, starts, shape, steps), codegen
 
-    typer.__name__ = "_pb_view_c" if keep_c else "_pb_view_a"
+    typer.__name__ = ("_pb_view_cb" if keep_c else "_pb_view_ab") if borrowed else ("_pb_view_c" if keep_c else "_pb_view_a")
     return intrinsic(typer)
 
 
 _pb_view_c = _viewer(True)
 _pb_view_a = _viewer(False)
+_pb_view_cb = _viewer(True, borrowed=True)
+_pb_view_ab = _viewer(False, borrowed=True)
 
 
 def _region(add: bool):
@@ -226,7 +240,7 @@ def _pb_broadcast(typingctx, x, shape):
     return sig, codegen
 
 
-def view_text(x_text: str, shape, spec) -> str | None:
+def view_text(x_text: str, shape, spec, borrowed: bool = False) -> str | None:
     """The intrinsic's call for a static slice of an array (module docstring), or None."""
     shape = tuple(int(d) for d in shape)
     if not shape or len(spec) > len(shape) or any(s[0] != "s" for s in spec):
@@ -241,5 +255,5 @@ def view_text(x_text: str, shape, spec) -> str | None:
         extents.append(len(range(a, b, k)))
         steps.append(k)
     whole = all(a == 0 and n == d and k == 1 for a, n, k, d in zip(starts[1:], extents[1:], steps[1:], shape[1:]))
-    fn = "_pb_view_c" if whole and steps[0] == 1 else "_pb_view_a"
+    fn = ("_pb_view_c" if whole and steps[0] == 1 else "_pb_view_a") + ("b" if borrowed else "")
     return f"{fn}({x_text}, {shape_tuple(starts)}, {shape_tuple(extents)}, {shape_tuple(steps)})"

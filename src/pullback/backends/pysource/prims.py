@@ -251,7 +251,7 @@ class _PrimEmitter:
             if copy and pat[0] in self.own.push_only and copies is not None and copies(pat[0].type):
                 copy = ""
             view = getattr(self.mod.dialect, "view", None)   # a dialect's form of a static slice
-            text = view(self, x, spec) if view is not None and len(args) == 1 else None
+            text = view(self, x, spec, pat) if view is not None and len(args) == 1 else None
             return (text or f"{A(x)}[{self.index_text(x, spec, args[1:])}]") + copy
         if op == "take":
             x, idx = args
