@@ -26,6 +26,13 @@ def sliced_sum(W, x):                 # slices of a parameter read in a loop: bo
     return s
 
 
+def row_sum(M, x):                   # rows of a parameter read in a loop, some from the end: borrowed
+    s = 0.0
+    for t in range(x.shape[0]):
+        s = s + np.sum(np.sin(M[t] * x[t]) + M[-1] * M[t - M.shape[0]])
+    return s
+
+
 def returns_slice(W):                 # the slice is the result: numba's reference
     return W[1:4]
 
@@ -53,6 +60,17 @@ def test_parameter_slices_in_a_loop_are_borrowed_and_give_the_same_values():
     for a, b in zip(g, want):
         np.testing.assert_allclose(a, b, rtol=1e-13)
     assert BORROWED.search(_src(pb.grad(sliced_sum, argnums=(0, 1)), W, X))   # the gradient's slices too
+
+
+def test_parameter_rows_in_a_loop_are_borrowed_and_give_the_same_values():
+    M = np.linspace(-1.0, 1.0, 30).reshape(6, 5)
+    src = _src(row_sum, M, X)
+    assert "_pb_row_b(" in src
+    assert pb.jit(row_sum, backend="numba")(M, X) == pytest.approx(row_sum(M, X), rel=1e-14)
+    g = pb.grad(row_sum, argnums=(0, 1), backend="numba")(M, X)
+    want = pb.grad(row_sum, argnums=(0, 1), backend="interp")(M, X)
+    for a, b in zip(g, want):
+        np.testing.assert_allclose(a, b, rtol=1e-13)
 
 
 def test_a_returned_slice_keeps_its_reference():

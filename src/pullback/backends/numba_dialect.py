@@ -549,6 +549,18 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
             self.helper("_pb_borrow_import", BORROWED_IMPORT)
         return None if text is None else self._viewing(text)
 
+    def row_view(self, fe, x, spec, index_text: str, pat=()):
+        """``x[i]`` (one integer index, the other axes whole) as the borrowed row
+        intrinsic where `fusion_plan` found the result `pat[0]` borrowable, else None
+        (note [borrowed-views]); `index_text` is the index as printed."""
+        from .numba_views import BORROWED_IMPORT
+
+        if not (pat and id(pat[0]) in self.borrowed and isinstance(x.type, TensorType) and len(x.type.shape) >= 2
+                and spec and spec[0][0] == "d" and all(s == ("s", None, None, None) for s in spec[1:])):
+            return None
+        self.helper("_pb_borrow_import", BORROWED_IMPORT)
+        return self._viewing(f"_pb_row_b({fe.a(x)}, {index_text})")
+
     def reshaped(self, x_text: str, shape) -> str:
         """`np.ascontiguousarray(x).reshape(shape)` for a static shape of at least one
         axis, as `numba_views._pb_reshape` (note [compile-time], "Reshapes in place")."""

@@ -17,7 +17,9 @@ Contract:
   skips), for a view that the caller knows its base outlives and that never
   leaves its body (`numba_borrow`, note [borrowed-views]). Returned to Python
   such a view would not keep its memory alive: the caller must not let it
-  get there.
+  get there. `_pb_row_b(x, i)`: likewise the borrowed view ``x[i]`` of an array
+  of at least two axes, for an integer `i` the caller checked in range (a
+  negative one wraps, as numba's indexing does).
 - `view_text(x_text, shape, spec, borrowed=False) -> str | None`: the
   intrinsic's call (a borrowed one where `borrowed`) for the
   IR index `spec` (`ir.prims.indexing`: only ``('s', start, stop, step)``
@@ -73,7 +75,7 @@ from .numba_exprs import shape_tuple
 
 IMPORT = ("from pullback.backends.numba_views import _pb_view_a, _pb_view_c, _pb_region_add, _pb_region_set, "
           "_pb_reshape, _pb_broadcast")
-BORROWED_IMPORT = "from pullback.backends.numba_views import _pb_view_ab, _pb_view_cb"
+BORROWED_IMPORT = "from pullback.backends.numba_views import _pb_view_ab, _pb_view_cb, _pb_row_b"
 
 
 def _ints(t, n):
@@ -148,6 +150,27 @@ def _viewer(keep_c: bool, borrowed: bool = False):
 
     typer.__name__ = ("_pb_view_cb" if keep_c else "_pb_view_ab") if borrowed else ("_pb_view_c" if keep_c else "_pb_view_a")
     return intrinsic(typer)
+
+
+@intrinsic
+def _pb_row_b(typingctx, x, i):
+    """A borrowed view of row `i` of `x` (module docstring)."""
+    if not (isinstance(x, types.Array) and x.ndim >= 2 and isinstance(i, types.Integer)):
+        return None
+    ret = x.copy(ndim=x.ndim - 1, layout="C" if x.layout == "C" else "A", readonly=not x.mutable)
+
+    def codegen(context, builder, sig, args):
+        xty, x = sig.args[0], args[0]
+        i = context.cast(builder, args[1], sig.args[1], types.intp)
+        data, shape, strides, itemsize = fields(context, builder, xty, x, "data", "shape", "strides", "itemsize")
+        shape, strides = items(builder, shape), items(builder, strides)
+        if sig.args[1].signed:   # numba's wraparound of a negative index (checked in range before)
+            i = builder.select(builder.icmp_signed("<", i, i.type(0)), builder.add(i, shape[0]), i)
+        data = builder.bitcast(builder.gep(builder.bitcast(data, cgutils.voidptr_t), [builder.mul(i, strides[0])]),
+                               data.type)
+        return _new_view(context, builder, ret, shape[1:], strides[1:], itemsize=itemsize, data=data)
+
+    return ret(x, i), codegen
 
 
 _pb_view_c = _viewer(True)

@@ -252,6 +252,9 @@ class _PrimEmitter:
                 copy = ""
             view = getattr(self.mod.dialect, "view", None)   # a dialect's form of a static slice
             text = view(self, x, spec, pat) if view is not None and len(args) == 1 else None
+            row = getattr(self.mod.dialect, "row_view", None)   # a borrowed x[i] (note [borrowed-views])
+            if text is None and row is not None and not copy and len(args) == 2:
+                text = row(self, x, spec, self.index_text(x, spec, args[1:]), pat)
             return (text or f"{A(x)}[{self.index_text(x, spec, args[1:])}]") + copy
         if op == "take":
             x, idx = args
