@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from ..ir.core import Loop, Prim, Var
 from ..ir.traverse import exp_scopes, free_vars
-from .numba_scratch import _spread
+from .numba_scratch import spread
 
 _OPAQUE = frozenset({"callback", "revolve_split"})   # may hand an array to code outside the IR
 
@@ -59,9 +59,9 @@ def rooted(func, own) -> set:
     return out
 
 
-def _contained(stmts, share: set, push_copies, own) -> bool:
+def _contained(stmts, share: set) -> bool:
     """Whether every reader of `share` in `stmts` is a primitive (not opaque) or a Loop whose
-    body is the same, recursively; `_spread` then follows the sharing."""
+    body is the same, recursively (`numba_scratch.spread` follows the sharing)."""
     for st in stmts:
         e = st.exp
         if isinstance(e, Prim):
@@ -69,7 +69,7 @@ def _contained(stmts, share: set, push_copies, own) -> bool:
                 return False
             continue
         if isinstance(e, Loop):
-            if not _contained(e.body.stmts, share | set(e.params), push_copies, own):
+            if not _contained(e.body.stmts, share | set(e.params)):
                 return False
             continue
         if share & free_vars(e):
@@ -87,8 +87,8 @@ def borrowable(body, roots: set, own, push_copies) -> set:
         v = st.pat[0]
         share = {v}
         rest = stmts[k + 1:]
-        if not _spread(rest, share, push_copies, own) or share & result:
+        if not spread(rest, share, push_copies, own) or share & result:
             continue
-        if _contained(rest, share, push_copies, own):
+        if _contained(rest, share):
             out.add(v)
     return out

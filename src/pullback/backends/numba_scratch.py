@@ -15,10 +15,17 @@ Contract:
   share. A statement reading a candidate or anything that may share its array
   makes its results share it too: a view (`ownership._aliasing_args`), an
   update or addition the ownership analysis `own` does in place on it, a
-  call's results, and an `If`'s, `Loop`'s or `Map`'s results; other
-  primitives make fresh arrays. A candidate escapes when a sharer is among
+  call's or `Map`'s results, and those of an `If`'s or `Loop`'s results that a
+  body may return one through (`spread`); other primitives make fresh arrays.
+  A candidate escapes when a sharer is among
   `result` or is pushed to a store that keeps references (`push_copies(elem)`
   false). The IR is pure, so results are the only way a value leaves a body.
+- `spread(stmts, share, push_copies, own) -> bool`: the rule `local_values`
+  applies, on its own: adds to the set `share` every result of `stmts` that
+  may share an array with a member (`numba_stores`' sharing walk: a loop's
+  results only through the parameters that carry one, to a fixed point, an
+  `If`'s only where a branch may return one); False where a sharer is pushed
+  to a store that keeps references (`numba_borrow` uses it too).
 - `scratch(fe, shape, dtype) -> str`: the name of a new array of that static
   shape, allocated (``np.empty``) at the top of the function `fe` is printing.
   Its contents are whatever the previous iteration left: the caller writes
@@ -43,8 +50,8 @@ Contract:
 """
 from __future__ import annotations
 
-from ..ir.core import Apply, Loop, Map, Prim, Var
-from ..ir.traverse import exp_scopes, free_vars
+from ..ir.core import Loop, Map, Prim, Var
+from ..ir.traverse import exp_scopes
 
 SCRATCH_BYTES = 4096
 
@@ -72,59 +79,21 @@ def local_values(stmts, result, cands, push_copies, own) -> set:
     out = set()
     for v in cands:
         share = {v}
-        if _spread(stmts, share, push_copies, own) and not share & {a for a in result if isinstance(a, Var)}:
+        if spread(stmts, share, push_copies, own) and not share & {a for a in result if isinstance(a, Var)}:
             out.add(v)
     return out
 
 
-def _spread(stmts, share: set, push_copies, own) -> bool:
+def spread(stmts, share: set, push_copies, own) -> bool:
     """Add to `share` the results of `stmts` that may share an array with a member
-    (module docstring, `local_values`); False where a sharer goes into a store that
-    keeps references."""
-    from .pysource.ownership import _aliasing_args
+    (`numba_stores`' sharing walk: views, updates in place, the results of calls and
+    maps, an `If`'s or a `Loop`'s results only where a body may return a member);
+    False where a sharer goes into a store that keeps references."""
+    from .numba_stores import spread_sharing
 
-    for st in stmts:
-        e = st.exp
-        reads = set(e.args) if isinstance(e, (Prim, Apply)) else free_vars(e)
-        if not reads & share:
-            continue
-        if isinstance(e, Prim):
-            if e.op == "store_push" and e.args[1] in share and not push_copies(e.args[0].type.elem):
-                return False
-            if e.op == "store_push":
-                continue   # copied into the store's buffer
-            taken = list(_aliasing_args(e))
-            if id(st) in own.inplace:
-                taken.append(e.args[0])   # an update in place: the result is the array
-            if id(st) in own.inplace_add:
-                taken.append(own.inplace_add[id(st)])
-            if not any(a in share for a in taken if isinstance(a, Var)):
-                continue   # a fresh result (elementwise, reductions, copies into another array)
-        elif isinstance(e, Loop) and len(st.pat) == len(e.params) == len(e.body.result):
-            carried = _loop_sharers(e, share, push_copies, own)
-            if carried is None:
-                return False
-            share.update(r for r, j in zip(st.pat, range(len(st.pat))) if j in carried)
-            continue
-        share.update(st.pat)
-    return True
-
-
-def _loop_sharers(e, share: set, push_copies, own):
-    """The positions of loop `e`'s results that may share an array with a member of
-    `share` (the outer values): a parameter shares when its initial value does or
-    when the body's next value for it does (to a fixed point); the body's reads of
-    outer values count as they do outside. None where a sharer escapes into a store
-    that keeps references."""
-    carried = {j for j, a in enumerate(e.init) if a in share}
-    while True:
-        inner = set(share) | {e.params[j] for j in carried}
-        if not _spread(e.body.stmts, inner, push_copies, own):
-            return None
-        more = {j for j, r in enumerate(e.body.result) if r in inner} - carried
-        if not more:
-            return carried
-        carried |= more
+    pushes: list = []
+    spread_sharing(stmts, share, own, pushes)
+    return all(push_copies(e.args[0].type.elem) for e in pushes)
 
 
 def scratch(fe, shape: tuple, dtype: str) -> str:

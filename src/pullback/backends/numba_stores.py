@@ -409,17 +409,22 @@ def _outlives_a_push(stmts, result, store, value, own, push_copies) -> bool:
     return bool(live & share) and (pushed or bool(live & chain))
 
 
-def _spread(stmts, share: set, own) -> set:
-    """`share` grown by the values of `stmts` that may share memory with it."""
+def _spread(stmts, share: set, own, pushes: list | None = None) -> set:
+    """`share` grown by the values of `stmts` that may share memory with it; the
+    pushes of a shared value (at any depth of `If` and `Loop` bodies) appended to
+    `pushes` when given."""
     for st in stmts:
         e = st.exp
         reads = set(e.args) if isinstance(e, (Prim, Apply)) else free_vars(e)
         if reads & share:
-            share.update(_sharing(st, share, own))
+            share.update(_sharing(st, share, own, pushes))
     return share
 
 
-def _sharing(st, share: set, own) -> list:
+spread_sharing = _spread   # the same walk for other planners (`numba_scratch.spread`)
+
+
+def _sharing(st, share: set, own, pushes: list | None = None) -> list:
     """The results of `st` (which reads a value of `share`) that may share memory
     with a value of `share`: a view (`ownership._aliasing_args`) or an update in
     place of one, a call's or a `Map`'s results, and the results of an `If` or
@@ -429,6 +434,8 @@ def _sharing(st, share: set, own) -> list:
     e = st.exp
     if isinstance(e, Prim):
         if e.op == "store_push":
+            if pushes is not None and e.args[1] in share:
+                pushes.append(e)
             return []   # (a buffer store copies; `_outlives_a_push` checks the others)
         taken = list(_aliasing_args(e))
         if id(st) in own.inplace:
@@ -439,13 +446,13 @@ def _sharing(st, share: set, own) -> list:
     if isinstance(e, If):
         out = []
         for b in (e.then, e.else_):
-            inner = _spread(b.stmts, set(share), own)
+            inner = _spread(b.stmts, set(share), own, pushes)
             out += [v for v, r in zip(st.pat, b.result) if r in inner]
         return out
     if isinstance(e, Loop) and len(st.pat) == len(e.params):
         carried = {p for p, a in zip(e.params, e.init) if a in share}
         while True:   # the parameters that may hold a shared value, to a fixed point
-            inner = _spread(e.body.stmts, share | carried, own)
+            inner = _spread(e.body.stmts, share | carried, own, pushes)
             more = {p for p, r in zip(e.params, e.body.result) if r in inner} - carried
             if not more:
                 return [v for v, p in zip(st.pat, e.params) if p in carried]
