@@ -354,6 +354,7 @@ def lower(prog: Prog, setting=None, metered: bool = False, fname: str | None = N
     from ..passes.forward_index import forward_index
     from ..passes.hoist_maps import hoist_maps
     from ..passes.inline import inline_scalar_calls, inline_small
+    from ..passes.into_zeros import set_into_zeros
     from ..passes.layout import transpose_layout
     from ..passes.reroll import reroll
     from ..passes.scalarize import scalarize
@@ -365,7 +366,7 @@ def lower(prog: Prog, setting=None, metered: bool = False, fname: str | None = N
 
     prog = simplify_inlined(prog, inline_scalar_calls(inline_small(prog)))  # note [compile-time]
     prog = simplify_inlined(prog, scalarize(unpack_calls(forward_index(prog), fname)))  # [forward-index], [unpack-calls], [scalarize]
-    prog = accumulate(specialize_calls(prog))  # notes [seed-constants], [accumulate]
+    prog = set_into_zeros(accumulate(specialize_calls(prog)))  # notes [seed-constants], [accumulate], [into-zeros]
     prog = transpose_layout(dead_clears(sum_matmul(prog)))  # notes [sum-matmul], [dead-clears], [transposed-layout]
     prog = sink_rows(prog)  # note [sink-rows]
     prog = hoist_maps(_vectorize(prog, setting, metered))  # note [hoist-maps]

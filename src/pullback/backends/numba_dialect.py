@@ -145,6 +145,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         self.par = numba_parallel.Plan()      # the maps that run in parallel (set by `prepare`)
         self.repeated: set = set()            # bodies run more than once per call (`prepare`)
         self.unset: set = set()               # `full`s whose fill nobody sees (`prepare`)
+        self.partial: dict = {}               # `full`s read only outside a box (`prepare`)
         self.blas_operands = False            # a matmul printed `_pb_blas` (note [blas-operands])
         self.allocs = False                   # `finish` printed a `numba_alloc` intrinsic
         self.scratch_copies: set = set()      # ids of slice copies made into scratch arrays (`fusion_plan`)
@@ -195,6 +196,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
             self.wrapped = {g.name for g in forward_chain(prog, prog.func(self.entry))}
         self.repeated = numba_scratch.repeated_bodies(prog, self.par.maps)   # note [short-loops]
         self.unset = numba_fill.unobserved_fills(prog)   # note [unobserved-fills]
+        self.partial = numba_fill.partial_fills(prog)    # note [into-zeros]
         return (list(self.big.values()) + ([STACK_PARAM] if self.recursive else [])
                 + ([METER_PARAM] if self.metered else []))
 
@@ -366,6 +368,10 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
             fe.line(depth, f"{fe.bind(st.pat[0])} = _st_zeros{k}({fe.a(args[0])})")
         elif op in ("index_update", "take_add"):
             self.update(fe, st, depth)
+        elif op == "full" and st.pat[0] in self.partial and st.pat[0] not in self.unset:
+            t = st.pat[0].type
+            numba_fill.emit_partial(fe, st, self.partial[st.pat[0]], numba_exprs._ND[t.dtype],
+                                    numba_exprs.scalar_cast(t.dtype, fe.a(args[0])), depth)
         elif op == "concatenate" and (len(args) >= CONCAT_COPIES or id(st) in self.slots or st.pat[0] in self.placed):
             self.concat_copies(fe, st, depth)
         else:
