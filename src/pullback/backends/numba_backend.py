@@ -363,6 +363,7 @@ def lower(prog: Prog, setting=None, metered: bool = False, fname: str | None = N
     from ..passes.strong_mul import strong_mul
     from ..passes.sum_matmul import sum_matmul
     from ..passes.unpack_calls import unpack_calls
+    from .numba_remat import remat
 
     prog = simplify_inlined(prog, inline_scalar_calls(inline_small(prog)))  # note [compile-time]
     prog = simplify_inlined(prog, scalarize(unpack_calls(forward_index(prog), fname)))  # [forward-index], [unpack-calls], [scalarize]
@@ -370,7 +371,7 @@ def lower(prog: Prog, setting=None, metered: bool = False, fname: str | None = N
     prog = transpose_layout(dead_clears(sum_matmul(prog)))  # notes [sum-matmul], [dead-clears], [transposed-layout]
     prog = sink_rows(prog)  # note [sink-rows]
     prog = hoist_maps(_vectorize(prog, setting, metered))  # note [hoist-maps]
-    prog = reroll(strong_mul(prog))  # notes [strong-mul], [reroll]
+    prog = remat(reroll(strong_mul(prog)))  # notes [strong-mul], [reroll], [remat]
     # the copies inlining and scalarising left uncalled are not printed (numba would not compile them)
     keep = reachable_funcs(prog, [fname or prog.entry])
     return prog.with_funcs([f for f in prog.funcs if f.name in keep])
