@@ -118,3 +118,146 @@ def test_a_small_array_carried_through_an_inner_loop_and_saved_is_scratch():
     want = pb.grad(lstm.lstm_objective, argnums=(0, 1), backend="interp")(*args)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+# --- store buffers (note [borrowed-views], "Store buffers") ---------------------------------
+
+LSTM_ARGS = tuple(np.random.default_rng(1).normal(size=s) for s in ((4, 56), (3, 14), (4, 14), (6, 14)))
+OWNED_STORE = re.compile(r"= \((_pb_empty|np\.empty)\(\(\d+, [\d, ]+\), (dtype=)?np\.float64\), 0\)  # pb:store_new")
+BORROWED_STORE = re.compile(r"= \(_pb_view_cb\(scratch\w*, [^)]*\), [^)]*\), [^)]*\)\), 0\)  # pb:store_new")
+
+
+def test_local_store_buffers_are_borrowed_and_give_the_same_bits(monkeypatch):
+    from pullback.backends import numba_borrow
+    from pullback.gradbench.modules import lstm
+
+    grad = pb.grad(lstm.lstm_objective, argnums=(0, 1))
+    src = _src(grad, *LSTM_ARGS)
+    assert len(BORROWED_STORE.findall(src)) >= 7 and not OWNED_STORE.search(src), src
+    assert src.count("_pb_keep(scratch") == len(BORROWED_STORE.findall(src))
+    prog = pb.jit(grad).staged(*LSTM_ARGS).prog
+    got = nb.compile_prog(prog, parallel=False)(*LSTM_ARGS)
+    monkeypatch.setattr(numba_borrow, "local_stores", lambda *a: set())
+    plain = nb.compile_prog(prog, parallel=False)
+    assert not BORROWED_STORE.search(plain.source) and OWNED_STORE.search(plain.source)
+    for a, b in zip(got, plain(*LSTM_ARGS)):
+        assert a.tobytes() == b.tobytes()
+
+
+def rchain(x, d):
+    if d == 0:
+        return x
+    return np.sin(rchain(x, d - 1)) * 1.01
+
+
+def rchain_loss(x, d):
+    return np.sum(rchain(x, d) ** 2)
+
+
+def test_a_tape_handed_to_a_call_keeps_its_own_buffer():
+    """The recursion's tape goes through the calls of `rchain_fwd`: its buffer is owned."""
+    x, d = np.linspace(0.1, 0.9, 4), np.int64(5)
+    src = _src(pb.grad(rchain_loss), x, d)
+    assert OWNED_STORE.search(src) and not BORROWED_STORE.search(src) and "_pb_keep" not in src
+    np.testing.assert_allclose(pb.grad(rchain_loss, backend="numba")(x, d),
+                               pb.grad(rchain_loss, backend="interp")(x, d), rtol=1e-14)
+
+
+KEEP_SCRIPT = r'''
+import numpy as np, pullback as pb
+from pullback.backends import interp, numba_backend as nb
+
+HELD = []
+
+
+def hog(i):   # memory the size of the tape's buffer, filled with NaN, between the pushes and the pops
+    for n in range(4090, 4110):
+        HELD.append(np.full(n, np.nan))
+    return np.float64(0.0)
+
+
+def f(x):
+    y = x
+    for i in range(64):
+        z = pb.pure_callback(hog, pb.ShapeDtypeStruct((), np.float64), np.float64(i))
+        y = np.sin(y) * 0.5 + 0.1 + z
+    return np.sum(y * y)
+
+
+x = np.linspace(0.1, 0.9, 64)
+prog = pb.jit(pb.grad(f)).staged(x).prog
+fn = nb.compile_prog(prog, parallel=False)
+assert "_pb_view_cb(scratch" in fn.source and "_pb_keep(scratch" in fn.source, fn.source
+for _ in range(3):
+    got = fn(x)
+    got = got[0] if isinstance(got, (list, tuple)) else got
+    HELD.clear()
+    want = interp.run(prog, x)[0]
+    HELD.clear()
+    assert np.array_equal(got, want), (got, want)
+print("same")
+'''
+
+
+def test_a_borrowed_store_buffer_lives_until_the_return(tmp_path):
+    """Released early (without `_pb_keep`), the buffer's memory goes to the callback's
+    arrays: the popped values are NaN, or the heap is corrupted (the process aborts)."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "keep_script.py"   # (pullback stages functions from their source file)
+    script.write_text(KEEP_SCRIPT)
+    env = dict(os.environ, PULLBACK_CACHE_DIR=str(tmp_path / "cache"), PULLBACK_TIERED="0")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "same", r.stdout + r.stderr
+
+
+STORE_HEAD = """{callee}entry def f(x: f64[2,40]) -> ({rets}) {{
+  let s: store<f64[2,40]> = store_new() {{cap=2, elem=f64[2,40]}}
+  let s2: store<f64[2,40]> = store_push(s, x)
+{rest}
+}}
+"""
+CALLEE = """def g(t: store<f64[2,40]>) -> (f64[2,40]) {
+  let (t2: store<f64[2,40]>, v: f64[2,40]) = store_pop(t)
+  let w: f64[2,40] = mul(v, 2.0:f64)
+  return (w)
+}
+
+"""
+STORES = {   # name -> (callee, results, the rest of f, borrowed)
+    "popped and read": ("", "f64[2,40]", """  let (s3: store<f64[2,40]>, a: f64[2,40]) = store_pop(s2)
+  let r: f64[2,40] = add(a, a)
+  return (r)""", True),
+    # the popped value is a view of the buffer: returned, the buffer must be owned
+    "popped and returned": ("", "f64[2,40]", """  let (s3: store<f64[2,40]>, a: f64[2,40]) = store_pop(s2)
+  return (a)""", False),
+    "popped row returned": ("", "f64[40]", """  let (s3: store<f64[2,40]>, a: f64[2,40]) = store_pop(s2)
+  let row: f64[40] = index(a, 1:i64) {spec=(('d',),)}
+  return (row)""", False),
+    # the store after the push goes to a small callee, which lowering inlines: no call is
+    # left (a tape handed to a call that stays: `test_a_tape_handed_to_a_call_keeps_its_own_buffer`)
+    "pushed store to an inlined call": (CALLEE, "f64[2,40]", """  let r: f64[2,40] = call g(s2)
+  return (r)""", True),
+}
+
+
+@pytest.mark.parametrize("name", list(STORES))
+def test_only_stores_that_stay_in_their_body_are_borrowed(name):
+    import gc
+
+    from pullback.backends import interp
+    from pullback.ir.parser import parse_prog
+
+    callee, rets, rest, borrowed = STORES[name]
+    prog = parse_prog(STORE_HEAD.format(callee=callee, rets=rets, rest=rest))
+    fn = nb.compile_prog(prog, parallel=False)
+    assert bool(re.search(r"_pb_view_cb\(scratch", fn.source)) == borrowed, fn.source
+    x = np.arange(80.0).reshape(2, 40) + 0.5
+    got = fn(x)
+    got = got[0] if isinstance(got, (list, tuple)) else got
+    gc.collect()
+    junk = [np.full(80, np.nan) for _ in range(100)]   # reuse of freed memory would show here
+    np.testing.assert_array_equal(got, interp.run(prog, x)[0])
+    del junk

@@ -54,7 +54,7 @@ def _no_sentinel():
 _ALLOWED_IMPORTS = {"numpy", "numba", "numba.typed", "pullback.backends", "pullback.ir.types",
                     "pullback.backends.numba_alloc", "pullback.backends.numba_select",
                     "pullback.backends.numba_bmm", "pullback.backends.numba_bits",
-                    "pullback.backends.numba_parfor"}
+                    "pullback.backends.numba_parfor", "pullback.backends.numba_views"}
 
 
 def _assert_clean(src: str):

@@ -26,6 +26,13 @@ Contract:
   view dies in the body, while its parameter lives, so it needs no reference
   of its own: the numba dialect prints it as `numba_views._pb_view_cb` /
   `_pb_view_ab` where it prints the slice as a view at all.
+- `local_stores(body, own, push_copies) -> set[Var]`: the results of
+  `store_new` statements of `body` (not nested bodies) whose store stays in
+  `body` by the same rules, where the values sharing the store's buffer are
+  also the stores its pushes and pops give and the values popped from it (views
+  of its slots). The numba dialect gives such a buffer store an owner array
+  that lives until the function returns, and the store a borrowed view of it
+  (note [borrowed-views], "Store buffers").
 """
 from __future__ import annotations
 
@@ -91,4 +98,19 @@ def borrowable(body, roots: set, own, push_copies) -> set:
             continue
         if _contained(rest, share):
             out.add(v)
+    return out
+
+
+def local_stores(body, own, push_copies) -> set:
+    """See the module docstring."""
+    out = set()
+    stmts = body.stmts
+    result = {a for a in body.result if isinstance(a, Var)}
+    for k, st in enumerate(stmts):
+        if not (isinstance(st.exp, Prim) and st.exp.op == "store_new" and len(st.pat) == 1):
+            continue
+        share = {st.pat[0]}
+        rest = stmts[k + 1:]
+        if spread(rest, share, push_copies, own, stores=True) and not share & result and _contained(rest, share):
+            out.add(st.pat[0])
     return out

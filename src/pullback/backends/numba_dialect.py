@@ -151,6 +151,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         self.scratch_copies: set = set()      # ids of slice copies made into scratch arrays (`fusion_plan`)
         self.scratch_fills: set = set()       # ids of small fills made into scratch arrays (`fusion_plan`)
         self.borrowed: set = set()            # ids of views printed borrowed (`numba_borrow`, `fusion_plan`)
+        self.local_stores: set = set()        # ids of stores given borrowed buffers (`fusion_plan`)
         self._rooted: tuple = (None, set())   # (function, its parameter-rooted values)
         self.inline_mms: set = set()          # ids of small matmuls printed as loop nests (`fusion_plan`)
         self.scratch_mms: set = set()         # those of them written into scratch arrays
@@ -308,7 +309,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
     def prim(self, fe, st, depth) -> bool:
         e: Prim = st.exp
         op, args = e.op, e.args
-        n0 = len(fe.lines)
+        n0, top0 = len(fe.lines), getattr(fe, "top_lines", 0)
         if op not in ps.KNOWN_PRIMS and op not in LIBCALLS:
             raise PullbackError(f"numba backend: primitive '{op}' has no numba form",
                                 hint="use backend='pysource' or 'interp' for this program")
@@ -323,7 +324,9 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
             return True
         if op == "store_new":
             k, cap = self.store_type(e.p["elem"]), e.p.get("cap")   # cap: a buffer store's known size
-            if self.inline_stores(k):   # note [compile-time]
+            if self.inline_stores(k) and id(st.pat[0]) in self.local_stores:   # note [borrowed-views]
+                new = self.borrowed_new_text(fe, k, cap, e.p["elem"])
+            elif self.inline_stores(k):   # note [compile-time]
                 new = self.new_text(k, cap)
             else:
                 new = f"_st_newn{k}({int(cap)})" if cap is not None and f"_st_newn{k}" in self.helpers else f"_st_new{k}()"
@@ -380,11 +383,27 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
                 rhs = fe.expr(e, st.pat)
             outs = [fe.bind(v) for v in st.pat]
             fe.line(depth, f"{', '.join(outs)} = {rhs}")
-        # tag the lines with the primitive, for error messages
-        for i in range(n0, len(fe.lines)):
+        # tag the lines with the primitive, for error messages (not lines inserted at the top)
+        for i in range(n0 + getattr(fe, "top_lines", 0) - top0, len(fe.lines)):
             if "#" not in fe.lines[i]:
                 fe.lines[i] += f"  # pb:{op}"
         return True
+
+    def keep_alive(self, fe, name: str) -> None:
+        """Keep the array `name` from being released before the function `fe` prints returns
+        (`before_return`)."""
+        if not hasattr(fe, "kept"):
+            fe.kept = []
+        fe.kept.append(name)
+
+    def before_return(self, fe) -> None:
+        """Before the function's return: a use of each array `keep_alive` named."""
+        if getattr(fe, "kept", None):
+            from .numba_views import KEEP_IMPORT
+
+            self.helper("_pb_keep_import", KEEP_IMPORT)
+            for name in fe.kept:
+                fe.line(1, f"_pb_keep({name})")
 
     def before_call(self, fe, st, depth) -> None:
         """Before a call along a call-graph cycle: the stack check (note
@@ -431,6 +450,8 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
             if self._rooted[0] is not fe.f:
                 self._rooted = (fe.f, numba_borrow.rooted(fe.f, fe.own))
             self.borrowed |= {id(v) for v in numba_borrow.borrowable(body, self._rooted[1], fe.own, self.push_copies)}
+            if repeated or body is fe.f.body:   # (a body in a parallel map is neither: no shared owner)
+                self.local_stores |= {id(v) for v in numba_borrow.local_stores(body, fe.own, self.push_copies)}
         return fusion.plan(body, repeated)
 
     def while_block(self, fe, st, depth: int, names) -> int:

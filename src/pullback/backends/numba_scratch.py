@@ -20,12 +20,14 @@ Contract:
   A candidate escapes when a sharer is among
   `result` or is pushed to a store that keeps references (`push_copies(elem)`
   false). The IR is pure, so results are the only way a value leaves a body.
-- `spread(stmts, share, push_copies, own) -> bool`: the rule `local_values`
-  applies, on its own: adds to the set `share` every result of `stmts` that
-  may share an array with a member (`numba_stores`' sharing walk: a loop's
-  results only through the parameters that carry one, to a fixed point, an
-  `If`'s only where a branch may return one); False where a sharer is pushed
-  to a store that keeps references (`numba_borrow` uses it too).
+- `spread(stmts, share, push_copies, own, stores=False) -> bool`: the rule
+  `local_values` applies, on its own: adds to the set `share` every result of
+  `stmts` that may share an array with a member (`numba_stores`' sharing walk:
+  a loop's results only through the parameters that carry one, to a fixed
+  point, an `If`'s only where a branch may return one; with `stores`, the
+  stores and popped values a push or pop of a member store gives); False
+  where a sharer is pushed to a store that keeps references (`numba_borrow`
+  uses it too).
 - `scratch(fe, shape, dtype) -> str`: the name of a new array of that static
   shape, allocated (``np.empty``) at the top of the function `fe` is printing.
   Its contents are whatever the previous iteration left: the caller writes
@@ -84,15 +86,16 @@ def local_values(stmts, result, cands, push_copies, own) -> set:
     return out
 
 
-def spread(stmts, share: set, push_copies, own) -> bool:
+def spread(stmts, share: set, push_copies, own, stores: bool = False) -> bool:
     """Add to `share` the results of `stmts` that may share an array with a member
     (`numba_stores`' sharing walk: views, updates in place, the results of calls and
-    maps, an `If`'s or a `Loop`'s results only where a body may return a member);
+    maps, an `If`'s or a `Loop`'s results only where a body may return a member;
+    with `stores`, also the stores and values a push or pop of a member gives);
     False where a sharer goes into a store that keeps references."""
     from .numba_stores import spread_sharing
 
     pushes: list = []
-    spread_sharing(stmts, share, own, pushes)
+    spread_sharing(stmts, share, own, pushes, stores)
     return all(push_copies(e.args[0].type.elem) for e in pushes)
 
 
@@ -104,6 +107,7 @@ def scratch(fe, shape: tuple, dtype: str) -> str:
     top = next(i for i, ln in enumerate(fe.lines) if ln.startswith("def ")) + 2   # after the docstring
     fe.lines.insert(top, f"    {name} = np.empty({text._shape_lit(shape)}, dtype={text._NP_DTYPE[dtype]})")
     fe.line_locs.insert(top, None)
+    fe.top_lines = getattr(fe, "top_lines", 0) + 1   # (lines inserted above the statement being printed)
     return name
 
 

@@ -147,8 +147,25 @@ class StoreHelpers:
 
     def new_text(self, k: int, cap) -> str:
         dims, dt, _shape = self.buffer_stores[k]
-        n = int(cap) if cap is not None else max(4, min(1024, 8192 // max(self._size(k), 1)))
-        return f"(np.empty(({n}{dims}), dtype={dt}), 0)"
+        return f"(np.empty(({self._capacity(k, cap)}{dims}), dtype={dt}), 0)"
+
+    def _capacity(self, k: int, cap) -> int:
+        """The slots a new buffer store of kind k starts with: `cap` when known."""
+        return int(cap) if cap is not None else max(4, min(1024, 8192 // max(self._size(k), 1)))
+
+    def borrowed_new_text(self, fe, k: int, cap, elem) -> str:
+        """A new buffer store whose buffer is a borrowed view (`numba_views._pb_view_cb`)
+        of an owner array allocated at the top of the function `fe` prints and kept
+        alive until it returns (`keep_alive`): the store's pushes, pops and popped
+        views then take no references (note [borrowed-views], "Store buffers")."""
+        from . import numba_scratch
+        from .numba_views import BORROWED_IMPORT, view_text
+
+        shape = (self._capacity(k, cap), *(int(d) for d in elem.shape))
+        owner = numba_scratch.scratch(fe, shape, elem.dtype)
+        self.keep_alive(fe, owner)
+        self.helper("_pb_borrow_import", BORROWED_IMPORT)
+        return f"({view_text(owner, shape, (), borrowed=True)}, 0)"
 
     def _size(self, k: int) -> int:
         size = 1
@@ -409,22 +426,24 @@ def _outlives_a_push(stmts, result, store, value, own, push_copies) -> bool:
     return bool(live & share) and (pushed or bool(live & chain))
 
 
-def _spread(stmts, share: set, own, pushes: list | None = None) -> set:
+def _spread(stmts, share: set, own, pushes: list | None = None, stores: bool = False) -> set:
     """`share` grown by the values of `stmts` that may share memory with it; the
     pushes of a shared value (at any depth of `If` and `Loop` bodies) appended to
-    `pushes` when given."""
+    `pushes` when given. With `stores`, a store's buffer is memory too: the store
+    a push or pop of a shared store gives shares it, and so does the value popped
+    (a view of its slot)."""
     for st in stmts:
         e = st.exp
         reads = set(e.args) if isinstance(e, (Prim, Apply)) else free_vars(e)
         if reads & share:
-            share.update(_sharing(st, share, own, pushes))
+            share.update(_sharing(st, share, own, pushes, stores))
     return share
 
 
 spread_sharing = _spread   # the same walk for other planners (`numba_scratch.spread`)
 
 
-def _sharing(st, share: set, own, pushes: list | None = None) -> list:
+def _sharing(st, share: set, own, pushes: list | None = None, stores: bool = False) -> list:
     """The results of `st` (which reads a value of `share`) that may share memory
     with a value of `share`: a view (`ownership._aliasing_args`) or an update in
     place of one, a call's or a `Map`'s results, and the results of an `If` or
@@ -436,7 +455,10 @@ def _sharing(st, share: set, own, pushes: list | None = None) -> list:
         if e.op == "store_push":
             if pushes is not None and e.args[1] in share:
                 pushes.append(e)
-            return []   # (a buffer store copies; `_outlives_a_push` checks the others)
+            # (a buffer store copies; `_outlives_a_push` checks the others)
+            return list(st.pat) if stores and e.args[0] in share else []
+        if e.op == "store_pop" and stores:
+            return list(st.pat) if e.args[0] in share else []
         taken = list(_aliasing_args(e))
         if id(st) in own.inplace:
             taken.append(e.args[0])
@@ -446,13 +468,13 @@ def _sharing(st, share: set, own, pushes: list | None = None) -> list:
     if isinstance(e, If):
         out = []
         for b in (e.then, e.else_):
-            inner = _spread(b.stmts, set(share), own, pushes)
+            inner = _spread(b.stmts, set(share), own, pushes, stores)
             out += [v for v, r in zip(st.pat, b.result) if r in inner]
         return out
     if isinstance(e, Loop) and len(st.pat) == len(e.params):
         carried = {p for p, a in zip(e.params, e.init) if a in share}
         while True:   # the parameters that may hold a shared value, to a fixed point
-            inner = _spread(e.body.stmts, share | carried, own, pushes)
+            inner = _spread(e.body.stmts, share | carried, own, pushes, stores)
             more = {p for p, r in zip(e.params, e.body.result) if r in inner} - carried
             if not more:
                 return [v for v, p in zip(st.pat, e.params) if p in carried]

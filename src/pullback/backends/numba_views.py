@@ -20,6 +20,10 @@ Contract:
   get there. `_pb_row_b(x, i)`: likewise the borrowed view ``x[i]`` of an array
   of at least two axes, for an integer `i` the caller checked in range (a
   negative one wraps, as numba's indexing does).
+- `_pb_keep(x)`: does nothing; a use of `x` that keeps numba from releasing
+  its array before this point (numba releases a variable after its last use),
+  for the owner of borrowed views that live until then (note
+  [borrowed-views], "Store buffers").
 - `view_text(x_text, shape, spec, borrowed=False) -> str | None`: the
   intrinsic's call (a borrowed one where `borrowed`) for the
   IR index `spec` (`ir.prims.indexing`: only ``('s', start, stop, step)``
@@ -76,6 +80,7 @@ from .numba_exprs import shape_tuple
 IMPORT = ("from pullback.backends.numba_views import _pb_view_a, _pb_view_c, _pb_region_add, _pb_region_set, "
           "_pb_reshape, _pb_broadcast")
 BORROWED_IMPORT = "from pullback.backends.numba_views import _pb_view_ab, _pb_view_cb, _pb_row_b"
+KEEP_IMPORT = "from pullback.backends.numba_views import _pb_keep"
 
 
 def _ints(t, n):
@@ -171,6 +176,15 @@ def _pb_row_b(typingctx, x, i):
         return _new_view(context, builder, ret, shape[1:], strides[1:], itemsize=itemsize, data=data)
 
     return ret(x, i), codegen
+
+
+@intrinsic
+def _pb_keep(typingctx, x):
+    """Nothing: a use of `x` (module docstring)."""
+    def codegen(context, builder, sig, args):
+        return context.get_dummy_value()
+
+    return types.none(x), codegen
 
 
 _pb_view_c = _viewer(True)

@@ -194,6 +194,8 @@ class _FuncEmitter(_PrimEmitter):
         self.line(1, f'"""{safe_text(f.name)}({safe_text(sig)}) -> ({safe_text(rets)})"""')
         self.strong.update(f.params)  # the entry wrapper and call sites pass NumPy values
         self.body(f.body, 1, f.params)
+        if self.mod.dialect is not None and hasattr(self.mod.dialect, "before_return"):
+            self.mod.dialect.before_return(self)   # e.g. the numba dialect's keep-alives
         self.line(1, "return " + self.tuple_text(f.body.result))
         return self.lines
 
