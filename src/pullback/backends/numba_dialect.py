@@ -316,8 +316,8 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         if id(st) in self.scratch_copies:
             numba_scratch.emit_copy(fe, st, depth)
             return True
-        if id(st) in self.scratch_fills:
-            numba_scratch.emit_fill(fe, st, depth)
+        if id(st) in self.scratch_fills:   # (a fill nobody sees is not written: note [unobserved-fills])
+            numba_scratch.emit_fill(fe, st, depth, filled=st.pat[0] not in self.unset)
             return True
         if id(st) in self.inline_mms:   # note [small-matmul], "Inside loops"
             numba_small_mm.emit(fe, st, depth, id(st) in self.scratch_mms)

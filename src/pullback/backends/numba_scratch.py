@@ -45,8 +45,11 @@ Contract:
   `SCRATCH_BYTES` whose result is local to the body: a small array filled and
   then updated in place, packed for a store push or a call (scalarize's
   packs, note [scalarize]). `emit_fill` prints them into scratch arrays.
-- `emit_fill(fe, st, depth)`: prints such a statement: the scratch array bound
-  to the result, then an element loop writing the fill value.
+- `emit_fill(fe, st, depth, filled=True)`: prints such a statement: the
+  scratch array bound to the result, then, where `filled`, an element loop
+  writing the fill value (the dialect passes False for a fill nobody sees,
+  `numba_fill.unobserved_fills`: lstm's saved rows, every row set in the
+  layer loop).
 - `SCRATCH_BYTES`: the largest array made scratch; a larger allocation costs
   little next to filling it, and a scratch array lives for the whole call.
 """
@@ -152,7 +155,7 @@ def element_loops(fe, depth, name, shape, value, lead: tuple = ()) -> None:
     fe.line(depth + len(js), f"{name}[{', '.join([*lead, *js])}] = {value(ix)}")
 
 
-def emit_fill(fe, st, depth) -> None:
+def emit_fill(fe, st, depth, filled: bool = True) -> None:
     """See the module docstring."""
     from .numba_dialect import _scalar_cast
 
@@ -161,8 +164,9 @@ def emit_fill(fe, st, depth) -> None:
     n0 = len(fe.lines)
     name = fe.bind(v)
     fe.line(depth, f"{name} = {buf}")
-    fill = _scalar_cast(v.type.dtype, fe.a(st.exp.args[0]))
-    element_loops(fe, depth, name, v.type.shape, lambda ix: fill)
+    if filled:
+        fill = _scalar_cast(v.type.dtype, fe.a(st.exp.args[0]))
+        element_loops(fe, depth, name, v.type.shape, lambda ix: fill)
     for i in range(n0, len(fe.lines)):
         fe.lines[i] += "  # pb:full"
 
