@@ -356,6 +356,7 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
             fe.py[v] = outs[v]
             continue
         if v in g.keep:
+            unnamed = numba_scratch.unnamed(fe, v)
             outs[v] = fe.bind(v)
             if outs[v] in read:  # `y = y + t`: fill a new array, then rebind the name
                 renames.append((outs[v], fe.fresh(f"{v.name}_new")))
@@ -366,8 +367,13 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
             if slot is not None:   # saved by the push that follows: written in its slot (numba_stores)
                 fe.line(depth, f"{outs[v]} = {slot}")
             elif v in local and not renamed:
-                # every element is written below, before any is read
-                fe.line(depth, f"{outs[v]} = {numba_scratch.scratch(fe, g.shape, v.type.dtype)}")
+                # every element is written below, before any is read; a value not yet named
+                # is the scratch array itself (no alias: `numba_scratch.bind`)
+                buf = numba_scratch.scratch(fe, g.shape, v.type.dtype)
+                if unnamed:
+                    outs[v] = fe.py[v] = buf
+                else:
+                    fe.line(depth, f"{outs[v]} = {buf}")
             else:
                 fe.line(depth, f"{outs[v]} = np.{alloc}({ps._shape_lit(g.shape)}, dtype={ps._NP_DTYPE[v.type.dtype]})")
     idx = [fe.fresh(f"i{d}") for d in range(len(g.shape))]

@@ -32,6 +32,9 @@ Contract:
   shape, allocated (``np.empty``) at the top of the function `fe` is printing.
   Its contents are whatever the previous iteration left: the caller writes
   every element before reading any.
+- `bind(fe, v, buf, depth) -> str`: the name through which the caller writes
+  value v into scratch array `buf`: `buf` itself (v's readers read it) where v
+  has no name yet (`unnamed`), else v's name, printed as an alias of `buf`.
 - `copies(body, own, push_copies) -> set[int]`: the ids of the `index`
   statements of `body` (a repeated body) that the emitter would print as a
   copy of a slice (`own.copied`: the sliced array is updated later, or the
@@ -155,6 +158,26 @@ def element_loops(fe, depth, name, shape, value, lead: tuple = ()) -> None:
     fe.line(depth + len(js), f"{name}[{', '.join([*lead, *js])}] = {value(ix)}")
 
 
+def unnamed(fe, v) -> bool:
+    """Has the value v no printed name yet, and none chosen for it (a value yielded to a
+    loop's parameter takes the parameter's name)?"""
+    return v not in fe.py and v not in fe.prefer
+
+
+def bind(fe, v, buf: str, depth: int) -> str:
+    """The name to write v's elements through: the scratch array `buf` itself where v has
+    no name yet (v's readers then read `buf`), else v's name, printed as an alias of
+    `buf`. An alias is a second reference to the array: numba increments its count there
+    and decrements it when the alias is rebound or dies, atomic calls that LLVM's
+    pruning leaves in a loop (note [short-loops], "Scratch arrays without aliases")."""
+    if unnamed(fe, v):
+        fe.py[v] = buf
+        return buf
+    name = fe.bind(v)
+    fe.line(depth, f"{name} = {buf}")
+    return name
+
+
 def emit_fill(fe, st, depth, filled: bool = True) -> None:
     """See the module docstring."""
     from .numba_dialect import _scalar_cast
@@ -162,8 +185,7 @@ def emit_fill(fe, st, depth, filled: bool = True) -> None:
     v = st.pat[0]
     buf = scratch(fe, v.type.shape, v.type.dtype)   # inserts a line at the top: before n0
     n0 = len(fe.lines)
-    name = fe.bind(v)
-    fe.line(depth, f"{name} = {buf}")
+    name = bind(fe, v, buf, depth)
     if filled:
         fill = _scalar_cast(v.type.dtype, fe.a(st.exp.args[0]))
         element_loops(fe, depth, name, v.type.shape, lambda ix: fill)
@@ -179,8 +201,7 @@ def emit_copy(fe, st, depth) -> None:
     n0 = len(fe.lines)
     view = fe.fresh(f"{v.name}_view")
     fe.line(depth, f"{view} = {fe.a(x)}[{fe.index_text(x, e.p['spec'], e.args[1:])}]")
-    name = fe.bind(v)
-    fe.line(depth, f"{name} = {buf}")
+    name = bind(fe, v, buf, depth)
     element_loops(fe, depth, name, v.type.shape, lambda ix: f"{view}[{ix}]")
     for i in range(n0, len(fe.lines)):
         fe.lines[i] += "  # pb:index"

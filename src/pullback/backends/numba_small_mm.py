@@ -94,9 +94,11 @@ def emit(fe, st, depth, scratch: bool) -> None:
         fe.line(depth + 1, f"{s} += {xi} * {yi}")
         fe.line(depth, f"{fe.bind(v)} = {s}")
     else:
-        name = fe.fresh("mm")   # bound to the result's name after the loops: it may be an operand's
-        fe.line(depth, f"{name} = {buf}" if buf else
-                f"{name} = np.empty({text._shape_lit(tuple(v.type.shape))}, dtype={nd})")
+        direct = buf is not None and numba_scratch.unnamed(fe, v)   # written straight into its scratch array
+        name = buf if direct else fe.fresh("mm")   # else bound to the result's name after the loops: it may be an operand's
+        if not direct:
+            fe.line(depth, f"{name} = {buf}" if buf else
+                    f"{name} = np.empty({text._shape_lit(tuple(v.type.shape))}, dtype={nd})")
         loops = [(i, m)] * (rx == 2) + [(j, n)] * (ry == 2)   # the result's axes
         for d, (q, extent) in enumerate(loops):
             fe.line(depth + d, f"for {q} in range({extent}):")
@@ -105,6 +107,9 @@ def emit(fe, st, depth, scratch: bool) -> None:
         fe.line(inner, f"for {l} in range({k}):")
         fe.line(inner + 1, f"{s} += {xi} * {yi}")
         fe.line(inner, f"{name}[{', '.join(q for q, _ in loops)}] = {s}")
-        fe.line(depth, f"{fe.bind(v)} = {name}")
+        if direct:
+            fe.py[v] = buf
+        else:
+            fe.line(depth, f"{fe.bind(v)} = {name}")
     for q in range(n0, len(fe.lines)):
         fe.lines[q] += "  # pb:matmul"
