@@ -7,7 +7,7 @@ import pytest
 
 import pullback as pb
 from pullback import frontend
-from pullback.boundary import _fast_key
+from pullback.boundary import _LAYOUT_FLAGS, _fast_key
 
 
 def chain(x, model, parents):
@@ -47,7 +47,12 @@ def test_static_values_equal_but_of_other_types_are_other_programs():
 
 def test_fast_keys():
     x = np.ones(3)
-    assert _fast_key((x, 1.0)) == (((x.dtype, (3,)), float), (x, 1.0))
+    # an array's key: dtype, shape and the layout flags numba's type depends on (note [call-overhead])
+    assert _fast_key((x, 1.0)) == (((x.dtype, (3,), x.flags.num & _LAYOUT_FLAGS), float), (x, 1.0))
+    assert _fast_key((x[::2],))[0] != _fast_key((x[:2].copy(),))[0]   # strided, contiguous
+    ro = x.copy()
+    ro.flags.writeable = False
+    assert _fast_key((ro,))[0] != _fast_key((x,))[0]
     key, leaves = _fast_key((x, (x, 2), (1, 2)), static=(2,))
     assert len(leaves) == 3 and leaves[0] is x and leaves[1] is x and leaves[2] == 2
     assert key != _fast_key((x, (x, 2), (True, 2)), static=(2,))[0]   # (True, 2) == (1, 2)

@@ -128,6 +128,7 @@ class jit(_Boundary):
         self.fun = fun
         self._cache = {}
         self._fast = {}   # _fast_key -> (runner, out_tree, out dtypes): flat arguments, simple static ones
+        self._direct = {}   # _fast_key -> a direct caller, or False: none (note [call-overhead])
         self._warm = {}   # signature -> (runner, out_tree, out dtypes) loaded from the warm cache
         self.__name__ = getattr(fun, "__name__", "jitted")
         self.__doc__ = getattr(fun, "__doc__", None)
@@ -167,13 +168,38 @@ class jit(_Boundary):
         fk = _fast_key(args, static)
         if fk is not None:
             fast, leaves = fk
+            direct = self._direct.get(fast)
+            if direct:
+                return direct(*leaves)
             hit = self._fast.get(fast)
             run, out_tree, dts = hit if hit is not None else self._resolve(args, static, fast)
+            if direct is None:   # not decided yet: after this call, a direct caller if the runner has one
+                out = unflatten(out_tree, [_to_output(o, dt) for o, dt in zip(run(*leaves), dts)])
+                self._make_direct(fast, leaves, run, out_tree, dts)
+                return out
         else:
             run, out_tree, dts = self._resolve(args, static, None)
             dyn = tuple(a for i, a in enumerate(args) if i not in static)
             leaves, _ = flatten(dyn)
         return unflatten(out_tree, [_to_output(o, dt) for o, dt in zip(run(*leaves), dts)])
+
+    def _make_direct(self, fast, leaves, run, out_tree, dts):
+        """Record a direct caller for calls with key `fast` (the runner's `direct`, with
+        this function's result conversion), False where there is none, nothing where
+        the runner cannot say yet (a tiered entry still running pysource). Called after
+        a call with `leaves` ran, so numba's code for their types is compiled and
+        verified (note [call-overhead])."""
+        make = getattr(run, "direct", None)
+        call = make(list(leaves)) if make is not None else False
+        if call is None:
+            return
+        if call and out_tree.kind == "leaf":
+            (dt,) = dts
+            self._direct[fast] = lambda *lv: _to_output(call(*lv)[0], dt)
+        elif call:
+            self._direct[fast] = lambda *lv: unflatten(out_tree, [_to_output(o, d) for o, d in zip(call(*lv), dts)])
+        else:
+            self._direct[fast] = False
 
     def _resolve(self, args, static, fast):
         """(runner, out_tree, out dtypes) for a signature not in `_fast`: from this

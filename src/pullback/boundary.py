@@ -46,11 +46,20 @@ def default_backend() -> str:
 _SIMPLE = (float, int, bool)
 
 
+# NumPy's array flags that numba's argument type depends on: NPY_ARRAY_C_CONTIGUOUS,
+# _F_CONTIGUOUS, _ALIGNED, _WRITEABLE (a read-only array is copied at the boundary)
+_LAYOUT_FLAGS = 0x1 | 0x2 | 0x100 | 0x400
+
+
 def _leaf_key(a):
-    """`_fast_key`'s key of one array or number, or None (anything else)."""
+    """`_fast_key`'s key of one array or number, or None (anything else). An array's
+    key holds its dtype, shape and the layout flags numba's type of it depends on, so
+    that a key fixes the compiled function an argument calls (note [call-overhead])."""
     if isinstance(a, (np.ndarray, np.generic)):
         if a.dtype.kind not in "fib" or type(a) is not np.ndarray and not isinstance(a, np.generic):
             return None  # uint64, other dtypes and ndarray subclasses take the checked path
+        if type(a) is np.ndarray:
+            return (a.dtype, a.shape, a.flags.num & _LAYOUT_FLAGS)
         return (a.dtype, a.shape)
     t = type(a)
     if t in _SIMPLE:

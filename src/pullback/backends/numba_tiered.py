@@ -356,6 +356,11 @@ class Tiered:
     def precompile(self, param_types):
         self.switch().precompile(param_types)
 
+    def direct(self, leaves):
+        """numba's entry's `direct` caller once it runs; None before (ask again later)."""
+        fn = self._numba
+        return None if fn is None else fn.direct(leaves)
+
     def _tier0(self):
         fn = self._pysource
         if fn is None:

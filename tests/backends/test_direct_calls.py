@@ -1,0 +1,86 @@
+"""Direct calls (note [call-overhead]): once a call with writeable, aligned arrays of its
+parameters' dtypes has run, later calls with the same key (dtypes, shapes and layout
+flags) go straight to numba's compiled function. Every result and error is the general
+path's; anything else (scalars, read-only or strided arrays) keeps the general path."""
+import numpy as np
+import pytest
+
+import pullback as pb
+from pullback.errors import PullbackError
+
+pytest.importorskip("numba")
+
+
+def weighted(x, w):
+    return np.sum(np.sin(x) * w)
+
+
+def gather(x, idx):
+    return np.sum(x[idx] * 2.0)
+
+
+def pair(x, w):
+    return x * w, np.sum(x)
+
+
+def _direct(f):
+    """The jit object behind `f` (a pb.jit, or a transformation's inner jit)."""
+    return getattr(f, "_jit", f)._direct
+
+
+def test_second_call_is_direct_and_equal():
+    f = pb.jit(weighted, backend="numba")
+    x, w = np.linspace(0.0, 1.0, 7), np.linspace(1.0, 2.0, 7)
+    first = f(x, w)
+    assert len(_direct(f)) == 1 and all(callable(d) for d in _direct(f).values())
+    second = f(x, w)
+    assert second == first and type(second) is type(first) is np.float64
+    x2 = x + 0.5   # new values, same key
+    assert np.isclose(f(x2, w), pb.jit(weighted, backend="interp")(x2, w), rtol=1e-14)
+
+
+def test_tuple_results_and_gradients_are_direct():
+    f = pb.jit(pair, backend="numba")
+    x, w = np.linspace(0.0, 1.0, 5), np.linspace(1.0, 2.0, 5)
+    a = f(x, w)
+    b = f(x, w)
+    assert isinstance(b, tuple) and np.array_equal(a[0], b[0]) and a[1] == b[1]
+    g = pb.grad(weighted, argnums=(0, 1), backend="numba")
+    ga = g(x, w)
+    gb = g(x, w)
+    assert any(callable(d) for d in _direct(g).values())
+    for p, q in zip(ga, gb):
+        np.testing.assert_array_equal(p, q)
+
+
+def test_other_layouts_take_the_general_path_and_are_right():
+    f = pb.jit(weighted, backend="numba")
+    x, w = np.linspace(0.0, 1.0, 14), np.linspace(1.0, 2.0, 7)
+    f(x[:7].copy(), w)
+    f(x[:7].copy(), w)
+    strided = x[::2]                       # another layout: its own key
+    ro = w.copy()
+    ro.flags.writeable = False             # read-only: copied at the boundary, never direct
+    want = pb.jit(weighted, backend="interp")
+    for args in ((strided, w), (strided, w), (x[:7].copy(), ro), (x[:7].copy(), ro)):
+        assert np.isclose(f(*args), want(*args), rtol=1e-14)
+    kinds = sorted(bool(d) for d in _direct(f).values())
+    assert kinds == [False, True, True]    # contiguous and strided direct, read-only not
+    assert not ro.flags.writeable
+
+
+def test_scalar_leaves_keep_the_general_path():
+    f = pb.jit(lambda x, s: np.sum(x) * s, backend="numba")
+    x = np.ones(4)
+    assert f(x, 2.0) == 8.0 and f(x, 3.0) == 12.0
+    assert list(_direct(f).values()) == [False]
+
+
+def test_a_check_failing_in_a_direct_call_is_the_located_error():
+    f = pb.jit(gather, backend="numba")
+    x = np.arange(5.0)
+    assert f(x, np.array([0, 4])) == 8.0
+    assert f(x, np.array([1, 2])) == 6.0     # direct
+    with pytest.raises(PullbackError) as e:
+        f(x, np.array([1, 9]))
+    assert "test_direct_calls.py" in str(e.value) and "index" in str(e.value).lower()
