@@ -193,13 +193,17 @@ class jit(_Boundary):
         call = make(list(leaves)) if make is not None else False
         if call is None:
             return
-        if call and out_tree.kind == "leaf":
-            (dt,) = dts
-            self._direct[fast] = lambda *lv: _to_output(call(*lv)[0], dt)
-        elif call:
-            self._direct[fast] = lambda *lv: unflatten(out_tree, [_to_output(o, d) for o, d in zip(call(*lv), dts)])
-        else:
+        if not call:
             self._direct[fast] = False
+        elif len(dts) == 1 and out_tree.kind == "leaf":
+            # the entry's one result is already the output: an array of its dtype (rank >= 1)
+            # or the NumPy scalar of it, which `_to_output` keeps as it is
+            self._direct[fast] = call
+        elif len(dts) == 1:   # one result in a tree (a gradient's 1-tuple): `call` gives the value
+            (dt,) = dts
+            self._direct[fast] = lambda *lv: unflatten(out_tree, [_to_output(call(*lv), dt)])
+        else:
+            self._direct[fast] = lambda *lv: unflatten(out_tree, [_to_output(o, d) for o, d in zip(call(*lv), dts)])
 
     def _resolve(self, args, static, fast):
         """(runner, out_tree, out dtypes) for a signature not in `_fast`: from this

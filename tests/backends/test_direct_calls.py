@@ -51,6 +51,11 @@ def test_tuple_results_and_gradients_are_direct():
     assert any(callable(d) for d in _direct(g).values())
     for p, q in zip(ga, gb):
         np.testing.assert_array_equal(p, q)
+    g1 = pb.grad(weighted, argnums=(0,), backend="numba")   # one result in a 1-tuple
+    ga, gb = g1(x, w), g1(x, w)
+    assert any(callable(d) for d in _direct(g1).values())
+    assert isinstance(gb, tuple) and len(gb) == 1 and gb[0].shape == x.shape
+    np.testing.assert_array_equal(ga[0], gb[0])
 
 
 def test_other_layouts_take_the_general_path_and_are_right():
@@ -84,3 +89,31 @@ def test_a_check_failing_in_a_direct_call_is_the_located_error():
     with pytest.raises(PullbackError) as e:
         f(x, np.array([1, 9]))
     assert "test_direct_calls.py" in str(e.value) and "index" in str(e.value).lower()
+
+
+def _ints(x, idx):
+    return np.sum(idx) + idx[0]
+
+
+def _bools(x, idx):
+    return np.sum(x) > 0.5
+
+
+def _f32(x, idx):
+    return x.astype(np.float32) * np.float32(2.0)
+
+
+def _arr(x, idx):
+    return x * 2.0
+
+
+@pytest.mark.parametrize("f", [_ints, _bools, _f32, _arr, gather])
+def test_direct_results_have_the_general_paths_types(f):
+    jf = pb.jit(f, backend="numba")
+    x, idx = np.linspace(0.0, 1.0, 5), np.array([3, 1])
+    first, second = jf(x, idx), jf(x, idx)   # the general path, then the direct one
+    assert any(callable(d) for d in _direct(jf).values())
+    assert type(second) is type(first) and np.asarray(second).dtype == np.asarray(first).dtype
+    np.testing.assert_array_equal(second, first)
+    want = pb.jit(f, backend="interp")(x, idx)
+    assert type(second) is type(want) and np.asarray(second).dtype == np.asarray(want).dtype

@@ -238,7 +238,8 @@ def _out_fn(dt):
     dt, is_array = dt
     if is_array:
         return lambda r: r if isinstance(r, np.ndarray) and r.dtype == dt else np.asarray(r, dtype=dt)
-    return lambda r: np.asarray(r, dtype=dt)[()]
+    scalar = getattr(dt, "type", dt)   # numba returns a Python scalar: the NumPy scalar of that value
+    return lambda r: scalar(r)
 
 
 @dataclass
@@ -481,8 +482,8 @@ def from_spec(spec: Spec):
         """A caller for later calls whose leaves are arrays exactly like `leaves` (dtype,
         rank, layout, writeable and aligned, as `api.jit`'s direct key says), made after a
         call with `leaves` ran: the compiled function, its check translation and the result
-        conversion, without the per-call coercion, layout key and compile check (note
-        [call-overhead]). False where calls need more: a leaf that is not such an array of
+        conversion (the one result itself where there is one, else the list), without the
+        per-call coercion, layout key and compile check (note [call-overhead]). False where calls need more: a leaf that is not such an array of
         its parameter's dtype, a stack limit or byte meter computed per call, or parallel
         regions serialised."""
         if (serialise or consts.limit is not None or consts.metered or len(leaves) != nparams
@@ -492,6 +493,7 @@ def from_spec(spec: Spec):
         from .checks import translate
 
         fn, tail, sites, conv = disp, tuple(consts.trailing()), consts.sites, outs
+        one = conv[0] if len(conv) == 1 else None
 
         def call(*given):
             try:
@@ -501,8 +503,8 @@ def from_spec(spec: Spec):
                 if located is None:
                     raise
                 raise located from None
-            if len(conv) == 1:
-                return [conv[0](r)]
+            if one is not None:
+                return one(r)
             return [o(v) for o, v in zip(conv, r)]
 
         return call
