@@ -166,6 +166,7 @@ class jit(_Boundary):
             args = _positional(self.fun, args, kwargs)
         static = self._static_for(len(args)) if self.static_argnums else ()
         fk = _fast_key(args, static)
+        direct = False
         if fk is not None:
             fast, leaves = fk
             direct = self._direct.get(fast)
@@ -173,15 +174,14 @@ class jit(_Boundary):
                 return direct(*leaves)
             hit = self._fast.get(fast)
             run, out_tree, dts = hit if hit is not None else self._resolve(args, static, fast)
-            if direct is None:   # not decided yet: after this call, a direct caller if the runner has one
-                out = unflatten(out_tree, [_to_output(o, dt) for o, dt in zip(run(*leaves), dts)])
-                self._make_direct(fast, leaves, run, out_tree, dts)
-                return out
         else:
             run, out_tree, dts = self._resolve(args, static, None)
             dyn = tuple(a for i, a in enumerate(args) if i not in static)
             leaves, _ = flatten(dyn)
-        return unflatten(out_tree, [_to_output(o, dt) for o, dt in zip(run(*leaves), dts)])
+        out = unflatten(out_tree, [_to_output(o, dt) for o, dt in zip(run(*leaves), dts)])
+        if direct is None:   # not decided yet: after this call, a direct caller if the runner has one
+            self._make_direct(fast, leaves, run, out_tree, dts)
+        return out
 
     def _make_direct(self, fast, leaves, run, out_tree, dts):
         """Record a direct caller for calls with key `fast` (the runner's `direct`, with

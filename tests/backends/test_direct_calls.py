@@ -89,6 +89,9 @@ def test_a_check_failing_in_a_direct_call_is_the_located_error():
     with pytest.raises(PullbackError) as e:
         f(x, np.array([1, 9]))
     assert "test_direct_calls.py" in str(e.value) and "index" in str(e.value).lower()
+    with pytest.raises(PullbackError) as general:   # the same call on a fresh jit: the general path
+        pb.jit(gather, backend="numba")(x, np.array([1, 9]))
+    assert type(e.value) is type(general.value) and str(e.value) == str(general.value)
 
 
 def _ints(x, idx):

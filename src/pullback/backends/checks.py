@@ -229,11 +229,38 @@ class ModuleArgs(list):
             if self.limit is None and not self.metered:
                 return fn(*args, *self)
             return fn(*args, *self.trailing())
-        except (IndexError, ZeroDivisionError, RecursionError) as err:
-            located = translate(err, self.sites)
-            if located is None:
-                raise
-            raise located from None
+        except CHECK_ERRORS as err:
+            raise_located(err, self.sites)
+
+    def bound(self, fn, then):
+        """`lambda *args: then(self.call(fn, args))` for a module whose hidden arguments are
+        the same on every call (no stack limit or byte meter computed per call): they are
+        bound once, so a call costs the compiled function, the check translation and
+        `then` (note [call-overhead])."""
+        assert self.limit is None and not self.metered
+        tail, sites = tuple(self.trailing()), self.sites
+
+        def call(*args):
+            try:
+                r = fn(*args, *tail)
+            except CHECK_ERRORS as err:
+                raise_located(err, sites)
+            return then(r)
+
+        return call
+
+
+# the exceptions a failing run-time check raises in compiled code (`raise_located` locates them)
+CHECK_ERRORS = (IndexError, ZeroDivisionError, RecursionError)
+
+
+def raise_located(err, sites):
+    """Raise `err` (one of `CHECK_ERRORS`, being handled) as the located error its check
+    site gives, or as it is when it is no check's."""
+    located = translate(err, sites)
+    if located is None:
+        raise err
+    raise located from None
 
 
 class _MeterArray(threading.local):

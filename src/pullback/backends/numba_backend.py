@@ -481,33 +481,19 @@ def from_spec(spec: Spec):
     def direct(leaves):
         """A caller for later calls whose leaves are arrays exactly like `leaves` (dtype,
         rank, layout, writeable and aligned, as `api.jit`'s direct key says), made after a
-        call with `leaves` ran: the compiled function, its check translation and the result
-        conversion (the one result itself where there is one, else the list), without the
-        per-call coercion, layout key and compile check (note [call-overhead]). False where calls need more: a leaf that is not such an array of
-        its parameter's dtype, a stack limit or byte meter computed per call, or parallel
-        regions serialised."""
+        call with `leaves` ran: the compiled function with its hidden arguments bound, the
+        check translation and the result conversion (the one result itself where there is
+        one, else the list), without the per-call coercion, layout key and compile check
+        (note [call-overhead]). False where calls need more: a leaf that is not such an
+        array of its parameter's dtype, a stack limit or byte meter computed per call, or
+        parallel regions serialised."""
         if (serialise or consts.limit is not None or consts.metered or len(leaves) != nparams
                 or not all(type(a) is np.ndarray and dt is not None and dt[1] and a.dtype == dt[0]
                            and a.flags.writeable and a.flags.aligned for a, dt in zip(leaves, np_types))):
             return False
-        from .checks import translate
-
-        fn, tail, sites, conv = disp, tuple(consts.trailing()), consts.sites, outs
-        one = conv[0] if len(conv) == 1 else None
-
-        def call(*given):
-            try:
-                r = fn(*given, *tail)
-            except (IndexError, ZeroDivisionError, RecursionError) as err:
-                located = translate(err, sites)
-                if located is None:
-                    raise
-                raise located from None
-            if one is not None:
-                return one(r)
-            return [o(v) for o, v in zip(conv, r)]
-
-        return call
+        if len(outs) == 1:
+            return consts.bound(disp, outs[0])
+        return consts.bound(disp, lambda r: [o(v) for o, v in zip(outs, r)])
 
     def precompile(param_types):
         """Compile (or load) now for C-contiguous arguments of these numba types."""

@@ -84,33 +84,25 @@ def _contained(stmts, share: set) -> bool:
     return True
 
 
+def _stays(rest, v, result: set, own, push_copies, stores: bool = False) -> bool:
+    """Whether the array of v (made before `rest`, the rest of its body, whose results are
+    `result`) stays in the body: no sharer is a result or pushed to a store that keeps
+    references, and every reader is contained (`_contained`)."""
+    share = {v}
+    return spread(rest, share, push_copies, own, stores) and not share & result and _contained(rest, share)
+
+
 def borrowable(body, roots: set, own, push_copies) -> set:
-    out = set()
     stmts = body.stmts
     result = {a for a in body.result if isinstance(a, Var)}
-    for k, st in enumerate(stmts):
-        if not _views(st, own, roots):
-            continue
-        v = st.pat[0]
-        share = {v}
-        rest = stmts[k + 1:]
-        if not spread(rest, share, push_copies, own) or share & result:
-            continue
-        if _contained(rest, share):
-            out.add(v)
-    return out
+    return {st.pat[0] for k, st in enumerate(stmts)
+            if _views(st, own, roots) and _stays(stmts[k + 1:], st.pat[0], result, own, push_copies)}
 
 
 def local_stores(body, own, push_copies) -> set:
     """See the module docstring."""
-    out = set()
     stmts = body.stmts
     result = {a for a in body.result if isinstance(a, Var)}
-    for k, st in enumerate(stmts):
-        if not (isinstance(st.exp, Prim) and st.exp.op == "store_new" and len(st.pat) == 1):
-            continue
-        share = {st.pat[0]}
-        rest = stmts[k + 1:]
-        if spread(rest, share, push_copies, own, stores=True) and not share & result and _contained(rest, share):
-            out.add(st.pat[0])
-    return out
+    return {st.pat[0] for k, st in enumerate(stmts)
+            if isinstance(st.exp, Prim) and st.exp.op == "store_new" and len(st.pat) == 1
+            and _stays(stmts[k + 1:], st.pat[0], result, own, push_copies, stores=True)}

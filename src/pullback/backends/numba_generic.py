@@ -43,7 +43,7 @@ import json
 import os
 import threading
 
-from .checks import ModuleArgs, translate
+from .checks import CHECK_ERRORS, ModuleArgs, raise_located
 
 SMALL = 16
 _LOCK = threading.Lock()
@@ -221,8 +221,5 @@ class ShapeArgs(ModuleArgs):
     def call(self, fn, args):
         try:
             return fn(*args, *self.trailing())
-        except (IndexError, ZeroDivisionError, RecursionError) as err:
-            located = translate(err, self.sites)
-            if located is None:
-                raise
-            raise located from None
+        except CHECK_ERRORS as err:
+            raise_located(err, self.sites)

@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
-
-from ..ir.core import Body, Const, Let, Prim, Prog, Var
+from ..ir.core import Body, Let, Prim, Prog
 from ..ir.prims import params_key
 from ..ir.traverse import exp_scopes, map_exp, use_counts
+from .accumulate import _is_pos_zero
 
 _DTYPES = ("f64", "f32", "i64")
 
@@ -40,12 +39,9 @@ def set_into_zeros(prog: Prog) -> Prog:
     return prog.with_funcs(out) if changed else prog
 
 
-def zero_fill(e) -> bool:
-    """Is `e` a `full` of +0 (an integer 0, or a float 0 whose sign bit is clear)?"""
-    if not (isinstance(e, Prim) and e.op == "full"):
-        return False
-    c = e.args[0]
-    return (isinstance(c, Const) and not c.type.shape and c.value == 0 and not np.signbit(c.value))
+def _zero_fill(e) -> bool:
+    """Is `e` a `full` of +0 (note [accumulate]'s test of a zero base)?"""
+    return isinstance(e, Prim) and e.op == "full" and _is_pos_zero(e.args[0])
 
 
 def _body(body: Body, uses) -> Body:
@@ -53,7 +49,7 @@ def _body(body: Body, uses) -> Body:
     stmts, changed = [], False
     for st in body.stmts:
         e = st.exp
-        if isinstance(e, Prim) and len(st.pat) == 1 and zero_fill(e):
+        if isinstance(e, Prim) and len(st.pat) == 1 and _zero_fill(e):
             zeros.add(st.pat[0])
         elif (isinstance(e, Prim) and e.op == "index_update" and e.p["mode"] == "add"
               and e.args[0] in zeros and uses[e.args[0]] == 1
