@@ -325,7 +325,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         if op == "store_new":
             k, cap = self.store_type(e.p["elem"]), e.p.get("cap")   # cap: a buffer store's known size
             if self.inline_stores(k) and id(st.pat[0]) in self.local_stores:   # note [borrowed-views]
-                new = self.borrowed_new_text(fe, k, cap, e.p["elem"])
+                new = self.borrowed_new_text(fe, k, cap, e.p["elem"], st.pat[0])
             elif self.inline_stores(k):   # note [compile-time]
                 new = self.new_text(k, cap)
             else:
@@ -337,7 +337,8 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
             if args[1] in self.in_slot and self.slot_cands.get(args[1]) == args[0]:
                 fe.line(depth, f"{fe.bind(st.pat[0])} = ({s}[0], {s}[1] + 1)")   # computed in its slot
             elif self.inline_stores(k):
-                self.emit_push(fe, depth, fe.bind(st.pat[0]), s, v, k, grow=id(st) not in self.fitting)
+                self.emit_push(fe, depth, fe.bind(st.pat[0]), s, v, k, grow=id(st) not in self.fitting,
+                               owner=self.owner_of(fe, args[0]))
             else:
                 fe.line(depth, f"{fe.bind(st.pat[0])} = _st_push{k}({s}, {v})")
             self.meter_line(fe, depth, args[0].type.elem.nbytes)
@@ -451,7 +452,9 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
                 self._rooted = (fe.f, numba_borrow.rooted(fe.f, fe.own))
             self.borrowed |= {id(v) for v in numba_borrow.borrowable(body, self._rooted[1], fe.own, self.push_copies)}
             if repeated or body is fe.f.body:   # (a body in a parallel map is neither: no shared owner)
-                self.local_stores |= {id(v) for v in numba_borrow.local_stores(body, fe.own, self.push_copies)}
+                for v in numba_borrow.local_stores(body, fe.own, self.push_copies):
+                    self.local_stores.add(id(v))
+                    self.grows_its_owner(fe, body, v)
         return fusion.plan(body, repeated)
 
     def while_block(self, fe, st, depth: int, names) -> int:
@@ -463,7 +466,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
         if not stores:
             return 0
         for j, k in stores:
-            self.emit_reserve(fe, depth, names[j], k, WHILE_BLOCK)
+            self.emit_reserve(fe, depth, names[j], k, WHILE_BLOCK, self.owner_of(fe, st.exp.params[j]))
         return WHILE_BLOCK
 
     def slot_text(self, fe, v):

@@ -153,19 +153,42 @@ class StoreHelpers:
         """The slots a new buffer store of kind k starts with: `cap` when known."""
         return int(cap) if cap is not None else max(4, min(1024, 8192 // max(self._size(k), 1)))
 
-    def borrowed_new_text(self, fe, k: int, cap, elem) -> str:
+    def borrowed_new_text(self, fe, k: int, cap, elem, v) -> str:
         """A new buffer store whose buffer is a borrowed view (`numba_views._pb_view_cb`)
         of an owner array allocated at the top of the function `fe` prints and kept
         alive until it returns (`keep_alive`): the store's pushes, pops and popped
         views then take no references (note [borrowed-views], "Store buffers")."""
         from . import numba_scratch
-        from .numba_views import BORROWED_IMPORT, view_text
+        from .numba_views import BORROWED_IMPORT
 
         shape = (self._capacity(k, cap), *(int(d) for d in elem.shape))
         owner = numba_scratch.scratch(fe, shape, elem.dtype)
         self.keep_alive(fe, owner)
         self.helper("_pb_borrow_import", BORROWED_IMPORT)
-        return f"({view_text(owner, shape, (), borrowed=True)}, 0)"
+        self._owner_names()[(id(fe.f), v)] = owner
+        return f"(_pb_borrow({owner}), 0)"
+
+    def _owner_names(self) -> dict:
+        """(function id, store value) -> the owner array that store's pushes grow into."""
+        if not hasattr(self, "_owners"):
+            self._owners, self._owned_by = {}, {}
+        return self._owners
+
+    def grows_its_owner(self, fe, body, v) -> None:
+        """Note that the pushes of local store `v` (of `body`) grow its buffer into
+        the owner array `borrowed_new_text` gives it, where `numba_borrow.store_versions`
+        allows (note [borrowed-views], "Store buffers")."""
+        from .numba_borrow import store_versions
+
+        self._owner_names()
+        for x in store_versions(body, v, fe.own) or ():
+            self._owned_by[(id(fe.f), x)] = v
+
+    def owner_of(self, fe, store) -> str | None:
+        """The owner array the store value `store` grows into (None: a grown buffer is
+        a new array of its own)."""
+        root = self._owned_by.get((id(fe.f), store)) if hasattr(self, "_owned_by") else None
+        return None if root is None else self._owners.get((id(fe.f), root))
 
     def _size(self, k: int) -> int:
         size = 1
@@ -173,7 +196,8 @@ class StoreHelpers:
             size *= d
         return size
 
-    def emit_push(self, fe, depth: int, out: str, s: str, v: str, k: int, grow: bool = True) -> None:
+    def emit_push(self, fe, depth: int, out: str, s: str, v: str, k: int, grow: bool = True,
+                  owner: str | None = None) -> None:
         """`out = _st_push{k}(s, v)`, as statements: grows the buffer when full
         through `_st_grow_<dtype>` (not inlined; one numba function per dtype, on
         the flat buffers), then copies `v` into its slot. Without `grow` (a push
@@ -183,7 +207,7 @@ class StoreHelpers:
         b, n = fe.fresh("st_buf"), fe.fresh("st_n")
         fe.line(depth, f"{b}, {n} = {s}")
         if grow:   # full: twice the slots, through a helper shared by all
-            self._grow(fe, depth, b, n, k, f"{n} == {b}.shape[0]", "4")
+            self._grow(fe, depth, b, n, k, f"{n} == {b}.shape[0]", "4", owner)
         ix = []
         for a, d in enumerate(shape):
             j = fe.fresh(f"st_a{a}")
@@ -192,25 +216,30 @@ class StoreHelpers:
         fe.line(depth + len(shape), f"{b}[{', '.join([n, *ix])}] = {v}" + (f"[{', '.join(ix)}]" if ix else ""))
         fe.line(depth, f"{out} = ({b}, {n} + 1)")
 
-    def _grow(self, fe, depth: int, b: str, n: str, k: int, full: str, spare: str) -> None:
+    def _grow(self, fe, depth: int, b: str, n: str, k: int, full: str, spare: str, owner: str | None = None) -> None:
         """`if full: b = <b with 2 n + spare slots, its first n kept>`, through
-        `_st_grow_<dtype>` (one numba function per dtype, on the flat buffers)."""
+        `_st_grow_<dtype>` (one numba function per dtype, on the flat buffers). With
+        `owner` (`owner_of`), the new array replaces the owner array and `b` is a
+        borrowed view of it."""
         dims, dt, _shape = self.buffer_stores[k]
         size = self._size(k)
         g = dt.replace("np.", "_st_grow_")
         self.helper(g, (f"{self.deco}\ndef {g}(old, used, size):\n    new = np.empty(size, dtype={dt})\n"
                         f"    for q in range(used):\n        new[q] = old[q]\n    return new"))
         fe.line(depth, f"if {full}:")
-        fe.line(depth + 1, f"{b} = {g}({b}.reshape(-1), {n} * {size}, (2 * {n} + {spare}) * {size})"
+        fe.line(depth + 1, f"{owner or b} = {g}({b}.reshape(-1), {n} * {size}, (2 * {n} + {spare}) * {size})"
                            f".reshape((2 * {n} + {spare}{dims}))")
+        if owner:
+            fe.line(depth + 1, f"{b} = _pb_borrow({owner})")
 
-    def emit_reserve(self, fe, depth: int, s: str, k: int, room: int) -> None:
+    def emit_reserve(self, fe, depth: int, s: str, k: int, room: int, owner: str | None = None) -> None:
         """Make room for `room` more pushes into the buffer store named `s` (kind
-        k), growing it once if needed: the block of a strip-mined while loop then
-        pushes without checks (note [numba-stores], "While loops in blocks")."""
+        k), growing it once if needed (into `owner`, as `_grow`): the block of a
+        strip-mined while loop then pushes without checks (note [numba-stores],
+        "While loops in blocks")."""
         b, n = fe.fresh("st_buf"), fe.fresh("st_n")
         fe.line(depth, f"{b}, {n} = {s}")
-        self._grow(fe, depth, b, n, k, f"{n} + {room} > {b}.shape[0]", str(room + 4))
+        self._grow(fe, depth, b, n, k, f"{n} + {room} > {b}.shape[0]", str(room + 4), owner)
         fe.line(depth + 1, f"{s} = ({b}, {n})")
 
     def emit_pop(self, fe, depth: int, outs: list, s: str, copy: bool = False) -> None:
@@ -472,11 +501,21 @@ def _sharing(st, share: set, own, pushes: list | None = None, stores: bool = Fal
             out += [v for v, r in zip(st.pat, b.result) if r in inner]
         return out
     if isinstance(e, Loop) and len(st.pat) == len(e.params):
-        carried = {p for p, a in zip(e.params, e.init) if a in share}
-        while True:   # the parameters that may hold a shared value, to a fixed point
-            inner = _spread(e.body.stmts, share | carried, own, pushes, stores)
-            more = {p for p, r in zip(e.params, e.body.result) if r in inner} - carried
-            if not more:
-                return [v for v, p in zip(st.pat, e.params) if p in carried]
-            carried |= more
+        carried = carried_params(e, share, own, pushes, stores)
+        return [v for v, p in zip(st.pat, e.params) if p in carried]
     return list(st.pat)
+
+
+def carried_params(e: Loop, share: set, own, pushes: list | None = None, stores: bool = False) -> set:
+    """The parameters of loop `e` that may hold a value sharing memory with `share`
+    (its initial value does, or the body may return one for it), to a fixed point."""
+    carried = {p for p, a in zip(e.params, e.init) if a in share}
+    while True:
+        inner = _spread(e.body.stmts, share | carried, own, pushes, stores)
+        more = {p for p, r in zip(e.params, e.body.result) if r in inner} - carried
+        if not more:
+            return carried
+        carried |= more
+
+
+sharing = _sharing   # the same rule for other walks (`numba_borrow._contained`)

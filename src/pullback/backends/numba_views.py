@@ -19,7 +19,9 @@ Contract:
   such a view would not keep its memory alive: the caller must not let it
   get there. `_pb_row_b(x, i)`: likewise the borrowed view ``x[i]`` of an array
   of at least two axes, for an integer `i` the caller checked in range (a
-  negative one wraps, as numba's indexing does).
+  negative one wraps, as numba's indexing does). `_pb_borrow(x)`: likewise the
+  whole of `x` (a store's buffer lent by its owner array: note
+  [borrowed-views], "Store buffers").
 - `_pb_keep(x)`: does nothing; a use of `x` that keeps numba from releasing
   its array before this point (numba releases a variable after its last use),
   for the owner of borrowed views that live until then (note
@@ -79,7 +81,7 @@ from .numba_exprs import shape_tuple
 
 IMPORT = ("from pullback.backends.numba_views import _pb_view_a, _pb_view_c, _pb_region_add, _pb_region_set, "
           "_pb_reshape, _pb_broadcast")
-BORROWED_IMPORT = "from pullback.backends.numba_views import _pb_view_ab, _pb_view_cb, _pb_row_b"
+BORROWED_IMPORT = "from pullback.backends.numba_views import _pb_view_ab, _pb_view_cb, _pb_row_b, _pb_borrow"
 KEEP_IMPORT = "from pullback.backends.numba_views import _pb_keep"
 
 
@@ -146,9 +148,7 @@ def _viewer(keep_c: bool, borrowed: bool = False):
                               shape=cgutils.pack_array(builder, extents),
                               strides=cgutils.pack_array(builder, [builder.mul(k, s) for k, s in zip(steps_, strides)]))
             if borrowed:   # no reference of its own: a null meminfo, which numba's refcounting skips
-                meminfo, parent = fields(context, builder, xty, x, "meminfo", "parent")
-                return with_fields(context, builder, xty, out, meminfo=cgutils.get_null_value(meminfo.type),
-                                   parent=cgutils.get_null_value(parent.type))
+                return _unowned(context, builder, xty, out)
             return impl_ret_borrowed(context, builder, ret, out)
 
         return ret(x, starts, shape, steps), codegen
@@ -176,6 +176,25 @@ def _pb_row_b(typingctx, x, i):
         return _new_view(context, builder, ret, shape[1:], strides[1:], itemsize=itemsize, data=data)
 
     return ret(x, i), codegen
+
+
+def _unowned(context, builder, ty, value):
+    """The array `value` (numba type `ty`) with a null meminfo and parent: a borrowed view."""
+    meminfo, parent = fields(context, builder, ty, value, "meminfo", "parent")
+    return with_fields(context, builder, ty, value, meminfo=cgutils.get_null_value(meminfo.type),
+                       parent=cgutils.get_null_value(parent.type))
+
+
+@intrinsic
+def _pb_borrow(typingctx, x):
+    """The whole of `x`, borrowed (module docstring)."""
+    if not isinstance(x, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return _unowned(context, builder, sig.args[0], args[0])
+
+    return x(x), codegen
 
 
 @intrinsic
