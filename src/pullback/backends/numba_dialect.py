@@ -9,7 +9,9 @@ small njit helpers written into the module. Stores of fixed-shape values are
 `(buffer, count)` pairs whose buffer doubles when full (note [numba-stores]);
 stores of stores and of large arrays are `numba.typed.List`s. Large constant
 arrays become hidden trailing parameters (note [numba-constants]). Compiling,
-caching and running live in `numba_backend`.
+caching and running live in `numba_backend`; the hooks printing stores, loop
+helpers and array updates and views are the mixins `numba_stores.StoreHelpers`,
+`numba_loop_helpers.LoopHelpers` and `numba_view_hooks.ViewHooks`.
 
 Run-time checks (note [run-time-checks]): with `boundscheck` (default:
 `checks.bounds_checks_enabled()`, i.e. unless ``PULLBACK_BOUNDSCHECK=0``)
@@ -42,16 +44,15 @@ import numpy as np
 
 from ..errors import PullbackError
 from ..ir.core import Const, Prim
-from ..ir.prims.indexing import region_shape
 from ..ir.types import StoreType, TensorType
 from ..ir.traverse import use_counts
 from . import checks, numba_borrow, numba_exprs, numba_fill, numba_parallel, numba_scratch, numba_slots, numba_small_mm
 from . import numba_fusion as fusion
-from . import numba_regions as regions
 from . import pysource as ps
 from .libcalls import LIBCALLS
 from .libcalls.vecmath import OPS as _VM_OPS
 from .numba_loop_helpers import LoopHelpers
+from .numba_view_hooks import ViewHooks
 from .numba_stores import (_BUFFER_MAX, StoreHelpers, fitting_pushes, pop_copies, reserved_pushes,
                            sized_large_elems, slot_values)
 
@@ -104,7 +105,7 @@ CONCAT_COPIES = 3
 WHILE_BLOCK = 64
 
 
-class NumbaDialect(StoreHelpers, LoopHelpers):
+class NumbaDialect(StoreHelpers, LoopHelpers, ViewHooks):
     """Hooks for `pysource.emit_prog(..., dialect=...)`: print a numba-compatible module."""
 
     unsigned_indices = True   # computed indices proved in range print unsigned: note [unsigned-indices]
@@ -502,111 +503,6 @@ class NumbaDialect(StoreHelpers, LoopHelpers):
     def helper(self, name: str, src: str) -> str:
         self.helpers.setdefault(name, src)
         return name
-
-    # -- statements ----------------------------------------------------------------------
-    def concat_copies(self, fe, st, depth) -> None:
-        """A concatenation as an allocation (or a slot of a later concatenation,
-        `numba_slots`) and loop nests copying the pieces not already written in
-        place (`numba_regions.copy_pieces`). numba's `np.concatenate` of a tuple
-        of n arrays compiles to code whose LLVM work grows much faster than n
-        (ht's 22 pieces: about 30 s of 59; note [compile-time], "Concatenations")."""
-        numba_slots.alloc(fe, self, st, depth)
-        regions.copy_pieces(fe, st, numba_slots.placed(self, st), depth)
-
-    def update(self, fe, st, depth) -> None:
-        e: Prim = st.exp
-        x = e.args[0]
-        name = fe.update_target(st, depth, scalar_copy="{}")
-        if e.op == "index_update":
-            v = e.args[1]
-            if _ndim(x) == 0:  # a scalar "array" updated whole
-                rhs = fe.a(v) if e.p["mode"] == "set" else f"{name} + {fe.a(v)}"
-                fe.line(depth, f"{name} = {rhs}")
-                return
-            opr = "=" if e.p["mode"] == "set" else "+="
-            spec = e.p["spec"]
-            region = region_shape(tuple(x.type.shape), spec)
-            if not region:
-                fe.line(depth, f"{name}[{fe.index_text(x, spec, e.args[2:], drop_trailing=False)}] {opr} {fe.a(v)}")
-                return
-            block = self._block_update(fe, name, x, v, spec, region, e.p["mode"])
-            if block is not None:   # a static block from an array of its shape: note [compile-time]
-                fe.line(depth, block)
-                return
-            # a region: an explicit loop nest (numba's slice assignment is slow to compile)
-            js = [fe.fresh(f"j{d}") for d in range(len(region))]
-            target = regions.region_index(fe, st, js)
-            val = fe.a(v) if _ndim(v) == 0 else f"{fe.a(v)}[{regions.broadcast_index(v, region, js)}]"
-            for d, (j, n) in enumerate(zip(js, region)):
-                fe.line(depth + d, f"for {j} in range({n}):")
-            fe.line(depth + len(region), f"{name}[{target}] {opr} {val}")
-            return
-        idx, v = e.args[1], e.args[2]
-        axis = e.p["axis"]
-        if _ndim(idx) == 0:
-            fe.line(depth, f"{name}[{':, ' * axis}{fe.a(idx)}] += {fe.a(v)}")
-            return
-        h = self._take_add_helper(axis, _ndim(x))
-        it, vt = fe.a(idx), fe.a(v)
-        if _ndim(idx) > 1:
-            xs, n = tuple(x.type.shape), int(np.prod(idx.type.shape))
-            it, vt = self.reshaped(it, (n,)), self.reshaped(vt, xs[:axis] + (n,) + xs[axis + 1:])
-        fe.line(depth, f"{h}({name}, {it}, {vt})")
-
-    def _block_update(self, fe, name, x, v, spec, region, mode):
-        """`name[spec] (+)= v` as `numba_views`' region intrinsic on a view, when the
-        spec is static slices and `v` a float array of the region's shape and
-        `x`'s dtype; else None ("Slices in place")."""
-        from .numba_views import view_text
-
-        if not (_ndim(v) == len(region) and tuple(v.type.shape) == tuple(region) and v.type.dtype == x.type.dtype
-                and x.type.dtype in ("f64", "f32")):
-            return None
-        target = view_text(name, x.type.shape, spec)
-        if target is None:
-            return None
-        return self._viewing(f"_pb_region_{'set' if mode == 'set' else 'add'}({target}, {fe.a(v)})")
-
-    def view(self, fe, x, spec, pat=()):
-        """A static slice of `x` as `numba_views`' intrinsic, or None (note
-        [compile-time], "Slices in place"); borrowed where `fusion_plan` found the
-        result `pat[0]` borrowable (note [borrowed-views])."""
-        from .numba_views import BORROWED_IMPORT, view_text
-
-        borrowed = bool(pat) and id(pat[0]) in self.borrowed
-        text = view_text(fe.a(x), x.type.shape, spec, borrowed) if isinstance(x.type, TensorType) else None
-        if text is not None and borrowed:
-            self.helper("_pb_borrow_import", BORROWED_IMPORT)
-        return None if text is None else self._viewing(text)
-
-    def row_view(self, fe, x, spec, index_text: str, pat=()):
-        """``x[i]`` (one integer index, the other axes whole) as the borrowed row
-        intrinsic where `fusion_plan` found the result `pat[0]` borrowable, else None
-        (note [borrowed-views]); `index_text` is the index as printed."""
-        from .numba_views import BORROWED_IMPORT
-
-        if not (pat and id(pat[0]) in self.borrowed and isinstance(x.type, TensorType) and len(x.type.shape) >= 2
-                and spec and spec[0][0] == "d" and all(s == ("s", None, None, None) for s in spec[1:])):
-            return None
-        self.helper("_pb_borrow_import", BORROWED_IMPORT)
-        return self._viewing(f"_pb_row_b({fe.a(x)}, {index_text})")
-
-    def reshaped(self, x_text: str, shape) -> str:
-        """`np.ascontiguousarray(x).reshape(shape)` for a static shape of at least one
-        axis, as `numba_views._pb_reshape` (note [compile-time], "Reshapes in place")."""
-        return self._viewing(f"_pb_reshape({x_text}, {numba_exprs.shape_tuple(shape)})")
-
-    def broadcast(self, x_text: str, shape) -> str:
-        """`np.broadcast_to(x, shape)` (a read-only view) for the IR's static broadcast of an
-        array, as `numba_views._pb_broadcast` (note [compile-time], "Broadcasts in place")."""
-        return self._viewing(f"_pb_broadcast({x_text}, {numba_exprs.shape_tuple(shape)})")
-
-    def _viewing(self, text: str) -> str:
-        """`text`, a call of a `numba_views` intrinsic: the module imports them."""
-        from .numba_views import IMPORT
-
-        self.helper("_pb_view_import", IMPORT)
-        return text
 
     # -- expressions ---------------------------------------------------------------------
     def expr(self, fe, e: Prim, pat):
