@@ -359,6 +359,7 @@ def lower(prog: Prog, setting=None, metered: bool = False, fname: str | None = N
     from ..passes.layout import transpose_layout
     from ..passes.reroll import reroll
     from ..passes.scalarize import scalarize
+    from ..passes.short_rows import transpose_short_rows
     from ..passes.sink_rows import sink_rows
     from ..passes.specialize_calls import specialize_calls
     from ..passes.strong_mul import strong_mul
@@ -373,6 +374,7 @@ def lower(prog: Prog, setting=None, metered: bool = False, fname: str | None = N
     prog = sink_rows(prog)  # note [sink-rows]
     prog = hoist_maps(_vectorize(prog, setting, metered))  # note [hoist-maps]
     prog = remat(reroll(strong_mul(prog)))  # notes [strong-mul], [reroll], [remat]
+    prog = transpose_short_rows(prog)  # note [short-rows]
     # the copies inlining and scalarising left uncalled are not printed (numba would not compile them)
     keep = reachable_funcs(prog, [fname or prog.entry])
     return prog.with_funcs([f for f in prog.funcs if f.name in keep])
