@@ -187,3 +187,42 @@ def test_a_caller_much_smaller_than_its_single_site_callee_is_thin_too():
     p = pb.jit(thick_caller, backend="interp").staged(x, w).prog
     big_name = next(f.name for f in p.funcs if f.name.startswith("big"))
     assert inline.WRAPPER_RATIO * _n_stmts(p, p.entry) > _n_stmts(p, big_name)
+
+
+SCALAR_SITES = """def g(x: f64[2]) -> (f64[2]) {
+  let a: f64[2] = mul(x, x)
+  let b: f64[2] = add(a, x)
+  let c: f64[2] = sin(b)
+  let d: f64[2] = mul(c, 2.0:f64)
+  let e: f64[2] = sub(d, a)
+  return (e)
+}
+
+def dead(x: f64[2]) -> (f64[2]) {
+  let r1: f64[2] = call g(x)
+  let r2: f64[2] = call g(r1)
+  let r3: f64[2] = call g(r2)
+  let r4: f64[2] = call g(r3)
+  return (r4)
+}
+
+entry def f(x: f64[2]) -> (f64[2]) {
+  let y: f64[2] = call g(x)
+  let z: f64[2] = call g(y)
+  return (z)
+}
+"""
+
+
+def test_scalar_calls_count_the_sites_of_functions_still_called():
+    """A copy that an earlier inlining left uncalled (`dead`) is never compiled: its sites do
+    not count against the budget (particle's force had 39 sites, 12 of them live)."""
+    from pullback.ir.parser import parse_prog
+    from pullback.passes.inline import inline_scalar_calls
+
+    prog = parse_prog(SCALAR_SITES)
+    out = inline_scalar_calls(prog, max_copies=20)   # live: 2 sites x 5 statements; with dead: 30
+    assert _calls(out) == []
+    x = np.array([0.3, -0.7])
+    np.testing.assert_array_equal(interp.run(out, x)[0], interp.run(prog, x)[0])
+    assert _calls(inline_scalar_calls(prog, max_copies=20, roots=["f", "dead"])) == ["g", "g"]

@@ -367,7 +367,7 @@ def lower(prog: Prog, setting=None, metered: bool = False, fname: str | None = N
     from ..passes.unpack_calls import unpack_calls
     from .numba_remat import remat
 
-    prog = simplify_inlined(prog, inline_scalar_calls(inline_small(prog)))  # note [compile-time]
+    prog = simplify_inlined(prog, inline_scalar_calls(inline_small(prog), roots=[fname or prog.entry]))  # note [compile-time]
     prog = simplify_inlined(prog, scalarize(unpack_calls(forward_index(prog), fname)))  # [forward-index], [unpack-calls], [scalarize]
     prog = set_into_zeros(accumulate(specialize_calls(prog)))  # notes [seed-constants], [accumulate], [into-zeros]
     prog = transpose_layout(dead_clears(sum_matmul(prog)))  # notes [sum-matmul], [dead-clears], [transposed-layout]

@@ -32,6 +32,7 @@ from ..ir.traverse import (
     call_graph,
     iter_lets,
     map_exp,
+    reachable_funcs,
     rename_body,
     substitute_exp,
 )
@@ -112,9 +113,9 @@ def inline_for_ad(prog: Prog, max_stmts: int = AD_STMTS) -> Prog:
     return _inline(prog, call_graph(prog), pick)
 
 
-def _call_sites(prog: Prog, in_loops: bool = False) -> dict:
+def _call_sites(prog: Prog, in_loops: bool = False, live: set | None = None) -> dict:
     """Function name -> the number of calls of it in the program (with `in_loops`,
-    only those inside a loop body)."""
+    only those inside a loop body; with `live`, only those in the functions it names)."""
     from ..ir.core import Apply, Loop
     from ..ir.traverse import exp_scopes
 
@@ -128,14 +129,15 @@ def _call_sites(prog: Prog, in_loops: bool = False) -> dict:
                 walk(sub, looped or isinstance(st.exp, Loop))
 
     for f in prog.funcs:
-        walk(f.body, False)
+        if live is None or f.name in live:
+            walk(f.body, False)
     return sites
 
 
 MAX_LOOP_STMTS = 100    # inline_scalar_calls: the largest function inlined at its loop sites alone
 
 
-def inline_scalar_calls(prog: Prog, max_stmts: int = 400, max_copies: int = 800) -> Prog:
+def inline_scalar_calls(prog: Prog, max_stmts: int = 400, max_copies: int = 800, roots=None) -> Prog:
     """Also inline a function whose parameters and results are scalars or small
     static arrays (`scalarize.small_type`, at least one of them an array),
     with at most `max_stmts` statements, whose copies (statements times call
@@ -145,7 +147,9 @@ def inline_scalar_calls(prog: Prog, max_stmts: int = 400, max_copies: int = 800)
     [scalarize]; det's 2 x 2 leaf vjp, three call sites of ~40 statements).
     Over that budget, a function of at most `MAX_LOOP_STMTS` statements is
     inlined at its sites inside loop bodies alone, if their copies fit (note
-    [small-jacobians]: particle's force, called at every Euler step)."""
+    [small-jacobians]: particle's force, called at every Euler step). Sites are
+    counted in the functions reachable from `roots` (default: the entry) alone:
+    the copies `inline_small` left uncalled are never compiled."""
     from ..ir.types import TensorType
     from .scalarize import small_type
 
@@ -153,7 +157,8 @@ def inline_scalar_calls(prog: Prog, max_stmts: int = 400, max_copies: int = 800)
         return isinstance(t, TensorType) and (not t.shape or (small_type(t) and int(np.prod(t.shape)) >= 1))
 
     graph = call_graph(prog)
-    sites, looped = _call_sites(prog), _call_sites(prog, in_loops=True)
+    live = reachable_funcs(prog, roots)
+    sites, looped = _call_sites(prog, live=live), _call_sites(prog, in_loops=True, live=live)
     pick, loops_only = {}, set()
     for f in prog.funcs:
         types = [p.type for p in f.params] + list(f.ret_types)
