@@ -153,7 +153,9 @@ def inline_scalar_calls(prog: Prog, max_stmts: int = 256, max_copies: int = 800,
     256: a larger function's call costs little beside its body, and scalarised
     in its caller it costs the passes after it more than the call saves (ht's
     derivative, whose 272- and 352-statement jvps have one live site each: 0.13 s
-    more of `lower` for a 3% faster call)."""
+    more of `lower` for a 3% faster call). A function that runs a loop stays a call:
+    its loop's work dwarfs the packing (saddle's inner descent, copied at its three
+    sites, cost 0.4-0.6 s of compile and no time per call)."""
     from ..ir.types import TensorType
     from .scalarize import small_type
 
@@ -168,7 +170,8 @@ def inline_scalar_calls(prog: Prog, max_stmts: int = 256, max_copies: int = 800,
         types = [p.type for p in f.params] + list(f.ret_types)
         n = sum(1 for _ in iter_lets(f.body))
         if (f.name == prog.entry or not 0 < sites.get(f.name, 0) or n > max_stmts or f.rules
-                or _recursive(f.name, graph) or not all(tiny(t) for t in types) or not any(t.shape for t in types)):
+                or _recursive(f.name, graph) or not all(tiny(t) for t in types) or not any(t.shape for t in types)
+                or _loops(f.body)):
             continue
         if n * sites[f.name] <= max_copies:
             pick[f.name] = f
@@ -177,6 +180,13 @@ def inline_scalar_calls(prog: Prog, max_stmts: int = 256, max_copies: int = 800,
             pick[f.name] = f
             loops_only.add(f.name)
     return _inline(prog, graph, pick, frozenset(loops_only))
+
+
+def _loops(body: Body) -> bool:
+    """Does `body` run a loop (at any depth)?"""
+    from ..ir.core import Loop
+
+    return any(isinstance(st.exp, Loop) for st in iter_lets(body))
 
 
 def _inline(prog: Prog, graph: dict, small: dict, loops_only: frozenset = frozenset(),
