@@ -66,5 +66,5 @@ def test_sized_store_of_values_computed_in_place_is_a_buffer():
     src = _module(saved_tanh, X)
     assert "ListType" not in src and "List.empty_list" not in src
     # one slot per iteration, made once (the buffer a borrowed view of its owner: note [borrowed-views])
-    assert src.count("_pb_empty((3, 5000), np.float64)") == 1 and "= (_pb_borrow(scratch), 0)" in src
+    assert src.count("_pb_empty((3, 5000), np.float64)") == 1 and "(3, 5000), (1, 1)), 0)" in src
     assert "t_saved[0][t_saved[1]]" in src and "st_a0" not in src   # computed in the slot, no copy

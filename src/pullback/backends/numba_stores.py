@@ -154,19 +154,23 @@ class StoreHelpers:
         return int(cap) if cap is not None else max(4, min(1024, 8192 // max(self._size(k), 1)))
 
     def borrowed_new_text(self, fe, k: int, cap, elem, v) -> str:
-        """A new buffer store whose buffer is a borrowed view (`numba_views._pb_view_cb`)
-        of an owner array allocated at the top of the function `fe` prints and kept
-        alive until it returns (`keep_alive`): the store's pushes, pops and popped
-        views then take no references (note [borrowed-views], "Store buffers")."""
+        """A new buffer store whose buffer is a borrowed view of an owner array allocated
+        at the top of the function `fe` prints and kept alive until it returns
+        (`keep_alive`): the store's pushes, pops and popped views then take no
+        references (note [borrowed-views], "Store buffers"). A store of known size
+        `cap` views the owner with its static shape (`numba_views._pb_view_cb`: LLVM
+        then knows the buffer's extents where no growth reaches it); one of unknown
+        size the whole owner (`_pb_borrow`), which in a repeated body may have grown
+        in an earlier iteration (`grows_its_owner`)."""
         from . import numba_scratch
-        from .numba_views import BORROWED_IMPORT
+        from .numba_views import BORROWED_IMPORT, view_text
 
         shape = (self._capacity(k, cap), *(int(d) for d in elem.shape))
         owner = numba_scratch.scratch(fe, shape, elem.dtype)
         self.keep_alive(fe, owner)
         self.helper("_pb_borrow_import", BORROWED_IMPORT)
         self._owner_names()[(id(fe.f), v)] = owner
-        return f"(_pb_borrow({owner}), 0)"
+        return f"({view_text(owner, shape, (), borrowed=True) if cap is not None else f'_pb_borrow({owner})'}, 0)"
 
     def _owner_names(self) -> dict:
         """(function id, store value) -> the owner array that store's pushes grow into."""
