@@ -34,13 +34,11 @@ saves a write and a read of an array as large as x.
 """
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from ..ir.core import Body, Let, Prim, Prog, Var
 from ..ir.names import NameSupply
-from ..ir.traverse import all_names, exp_scopes, free_vars, map_exp
+from ..ir.traverse import exp_scopes, free_vars, map_exp, rewrite_bodies
 from ..ir.types import TensorType
 from . import numba_fusion as fusion
 from . import pysource as ps
@@ -56,15 +54,7 @@ _UPDATES = fusion._NOT_HOISTABLE | ps._STORE_OPS
 
 
 def remat(prog: Prog) -> Prog:
-    out, changed = [], False
-    for f in prog.funcs:
-        names = NameSupply(all_names(f))
-        body = _body(f.body, names)
-        if body is not f.body:
-            changed = True
-            f = dataclasses.replace(f, body=body)
-        out.append(f)
-    return prog.with_funcs(out) if changed else prog
+    return rewrite_bodies(prog, _body)
 
 
 def _body(body: Body, names: NameSupply) -> Body:

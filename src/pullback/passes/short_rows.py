@@ -22,7 +22,7 @@ import dataclasses
 
 from ..ir.core import Body, ForForm, Let, Loop, Prim, Prog, Var
 from ..ir.names import NameSupply
-from ..ir.traverse import all_names, free_vars, map_exp, substitute
+from ..ir.traverse import free_vars, map_exp, rewrite_bodies, substitute
 from ..ir.types import TensorType
 from .layout import _ELEMENTWISE
 
@@ -33,15 +33,7 @@ _REDUCE = frozenset({"sum", "min", "max"})
 
 
 def transpose_short_rows(prog: Prog) -> Prog:
-    out, changed = [], False
-    for f in prog.funcs:
-        names = NameSupply(all_names(f))
-        body = _body(f.body, names)
-        if body is not f.body:
-            changed = True
-            f = dataclasses.replace(f, body=body)
-        out.append(f)
-    return prog.with_funcs(out) if changed else prog
+    return rewrite_bodies(prog, _body)
 
 
 def _body(body: Body, names: NameSupply) -> Body:
