@@ -55,13 +55,14 @@ def _leaf_key(a):
     """`_fast_key`'s key of one array or number, or None (anything else). An array's
     key holds its dtype, shape and the layout flags numba's type of it depends on, so
     that a key fixes the compiled function an argument calls (note [call-overhead])."""
-    if isinstance(a, (np.ndarray, np.generic)):
-        if a.dtype.kind not in "fib" or type(a) is not np.ndarray and not isinstance(a, np.generic):
-            return None  # uint64, other dtypes and ndarray subclasses take the checked path
-        if type(a) is np.ndarray:
-            return (a.dtype, a.shape, a.flags.num & _LAYOUT_FLAGS)
-        return (a.dtype, a.shape)
     t = type(a)
+    if t is np.ndarray:   # the common case first: one type test
+        dt = a.dtype
+        return (dt, a.shape, a.flags.num & _LAYOUT_FLAGS) if dt.kind in "fib" else None
+    if isinstance(a, (np.ndarray, np.generic)):
+        if a.dtype.kind not in "fib" or not isinstance(a, np.generic):
+            return None  # uint64, other dtypes and ndarray subclasses take the checked path
+        return (a.dtype, a.shape)
     if t in _SIMPLE:
         if t is int and not -_I64 <= a < _I64:
             return None   # staging says it does not fit in 64 bits
