@@ -44,6 +44,16 @@ def kept(C, P):                       # an elementwise result of P leaves the lo
     return np.sum(out, axis=1)
 
 
+def kept_and_reduced(C, P):           # a value of the chain is reduced and also leaves the loop: left alone
+    out = P
+    s = 0.0
+    for j in range(C.shape[0]):
+        d = (P - C[j]) * 2.0
+        s = s + np.sum(np.sum(d, axis=1))
+        out = d
+    return s, np.sum(out, axis=1)
+
+
 def no_reduction(C, P):               # elementwise only (already read with unit stride): left alone
     out = 0.0
     for j in range(C.shape[0]):
@@ -56,6 +66,15 @@ def in_a_branch(C, P):                # read inside an `if` in the loop: left al
     for j in range(C.shape[0]):
         if C[j, 0] > 0.5:
             out = out + np.sum(np.sum((P - C[j]) ** 2, axis=1))
+    return out
+
+
+def branch_and_reduced(C, P):         # reduced, and also read inside an `if` of the loop: left alone
+    out = 0.0
+    for j in range(C.shape[0]):
+        out = out + np.sum(np.sum((P - C[j]) ** 2, axis=1))
+        if C[j, 0] > 0.5:
+            out = out + np.sum(P * 2.0)
     return out
 
 
@@ -74,7 +93,8 @@ def copies(prog):
 
 
 @pytest.mark.parametrize("f, n_copies", [(distances, 1), (kmeans_cost, 1), (kmeans_dir, 1), (row_read, 0),
-                                         (column_sums, 0), (kept, 0), (no_reduction, 0), (in_a_branch, 0)])
+                                         (column_sums, 0), (kept, 0), (kept_and_reduced, 0), (no_reduction, 0),
+                                         (in_a_branch, 0), (branch_and_reduced, 0)])
 def test_values_unchanged_on_the_interpreter(f, n_copies):
     args = args_for(np.random.default_rng(0))
     prog = staged(f, *args)
