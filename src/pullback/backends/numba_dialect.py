@@ -153,6 +153,8 @@ class NumbaDialect(StoreHelpers, LoopHelpers, ViewHooks):
         self.scratch_fills: set = set()       # ids of small fills made into scratch arrays (`fusion_plan`)
         self.borrowed: set = set()            # ids of views printed borrowed (`numba_borrow`, `fusion_plan`)
         self.local_stores: set = set()        # ids of stores given borrowed buffers (`fusion_plan`)
+        self.owners: dict = {}                # (function id, local store) -> its owner array's name
+        self.owned_by: dict = {}              # (function id, store value) -> the local store it is
         self._rooted: tuple = (None, set())   # (function, its parameter-rooted values)
         self.inline_mms: set = set()          # ids of small matmuls printed as loop nests (`fusion_plan`)
         self.scratch_mms: set = set()         # those of them written into scratch arrays

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..ir.core import Body, Let, Prim, Prog, Var
 from ..ir.names import NameSupply
-from ..ir.traverse import exp_scopes, free_vars, map_exp, rewrite_bodies
+from ..ir.traverse import all_names, exp_scopes, free_vars, map_exp, rewrite_bodies
 from ..ir.types import TensorType
 from . import numba_fusion as fusion
 from . import pysource as ps
@@ -54,7 +54,7 @@ _UPDATES = fusion._NOT_HOISTABLE | ps._STORE_OPS
 
 
 def remat(prog: Prog) -> Prog:
-    return rewrite_bodies(prog, _body)
+    return rewrite_bodies(prog, lambda f: _body(f.body, NameSupply(all_names(f))))
 
 
 def _body(body: Body, names: NameSupply) -> Body:

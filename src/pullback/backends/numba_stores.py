@@ -10,7 +10,8 @@ buffer store's new, push and pop print as statements in the caller
 (`inline_stores`, `new_text`, `emit_push`, `emit_pop`; note [compile-time]),
 growing through one flat helper per dtype, `_st_grow_<dtype>`. A mixin of
 `NumbaDialect`, which provides `helper`, `store_types`, `buffer_stores`,
-`push_copies`, `deco` and `deco_inline`.
+`push_copies`, `deco`, `deco_inline`, and `owners` / `owned_by` (the local
+stores' owner arrays, `borrowed_new_text` and `grows_its_owner`).
 
 A pop of an array from a buffer store gives a view of its slot. `pop_copies(body,
 own, push_copies)` gives the ids of the `store_pop` statements of `body` whose
@@ -169,14 +170,8 @@ class StoreHelpers:
         owner = numba_scratch.scratch(fe, shape, elem.dtype)
         self.keep_alive(fe, owner)
         self.helper("_pb_borrow_import", BORROWED_IMPORT)
-        self._owner_names()[(id(fe.f), v)] = owner
+        self.owners[(id(fe.f), v)] = owner
         return f"({view_text(owner, shape, (), borrowed=True) if cap is not None else f'_pb_borrow({owner})'}, 0)"
-
-    def _owner_names(self) -> dict:
-        """(function id, store value) -> the owner array that store's pushes grow into."""
-        if not hasattr(self, "_owners"):
-            self._owners, self._owned_by = {}, {}
-        return self._owners
 
     def grows_its_owner(self, fe, body, v) -> None:
         """Note that the pushes of local store `v` (of `body`) grow its buffer into
@@ -184,15 +179,14 @@ class StoreHelpers:
         allows (note [borrowed-views], "Store buffers")."""
         from .numba_borrow import store_versions
 
-        self._owner_names()
         for x in store_versions(body, v, fe.own) or ():
-            self._owned_by[(id(fe.f), x)] = v
+            self.owned_by[(id(fe.f), x)] = v
 
     def owner_of(self, fe, store) -> str | None:
         """The owner array the store value `store` grows into (None: a grown buffer is
         a new array of its own)."""
-        root = self._owned_by.get((id(fe.f), store)) if hasattr(self, "_owned_by") else None
-        return None if root is None else self._owners.get((id(fe.f), root))
+        root = self.owned_by.get((id(fe.f), store))
+        return None if root is None else self.owners.get((id(fe.f), root))
 
     def _size(self, k: int) -> int:
         size = 1

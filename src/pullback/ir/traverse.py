@@ -328,16 +328,13 @@ def map_funcs(prog: Prog, fn: Callable[[Func], Func]) -> Prog:
 
 
 def rewrite_bodies(prog: Prog, fn: Callable) -> Prog:
-    """Each function's body as `fn(body, names)` gives it (`names`: a NameSupply of the
-    function's names, for fresh variables); `prog` itself where `fn` returned every body
-    unchanged (the same object)."""
+    """Each function's body as `fn(f)` gives it for function `f`; `prog` itself where `fn`
+    returned every body unchanged (the same object)."""
     import dataclasses
-
-    from .names import NameSupply
 
     out, changed = [], False
     for f in prog.funcs:
-        body = fn(f.body, NameSupply(all_names(f)))
+        body = fn(f)
         if body is not f.body:
             changed = True
             f = dataclasses.replace(f, body=body)

@@ -18,25 +18,16 @@ write of the region do.
 """
 from __future__ import annotations
 
-import dataclasses
-
 from ..ir.core import Body, Let, Prim, Prog
 from ..ir.prims import params_key
-from ..ir.traverse import exp_scopes, map_exp, use_counts
+from ..ir.traverse import exp_scopes, map_exp, rewrite_bodies, use_counts
 from .accumulate import _is_pos_zero
 
 _DTYPES = ("f64", "f32", "i64")
 
 
 def set_into_zeros(prog: Prog) -> Prog:
-    out, changed = [], False
-    for f in prog.funcs:
-        body = _body(f.body, use_counts(f.body))
-        if body is not f.body:
-            changed = True
-            f = dataclasses.replace(f, body=body)
-        out.append(f)
-    return prog.with_funcs(out) if changed else prog
+    return rewrite_bodies(prog, lambda f: _body(f.body, use_counts(f.body)))
 
 
 def _zero_fill(e) -> bool:

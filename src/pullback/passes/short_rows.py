@@ -22,7 +22,7 @@ import dataclasses
 
 from ..ir.core import Body, ForForm, Let, Loop, Prim, Prog, Var
 from ..ir.names import NameSupply
-from ..ir.traverse import free_vars, map_exp, rewrite_bodies, substitute
+from ..ir.traverse import all_names, free_vars, map_exp, rewrite_bodies, substitute
 from ..ir.types import TensorType
 from .layout import _ELEMENTWISE
 
@@ -33,7 +33,7 @@ _REDUCE = frozenset({"sum", "min", "max"})
 
 
 def transpose_short_rows(prog: Prog) -> Prog:
-    return rewrite_bodies(prog, _body)
+    return rewrite_bodies(prog, lambda f: _body(f.body, NameSupply(all_names(f))))
 
 
 def _body(body: Body, names: NameSupply) -> Body:
