@@ -129,6 +129,7 @@ class jit(_Boundary):
         self._cache = {}
         self._fast = {}   # _fast_key -> (runner, out_tree, out dtypes): flat arguments, simple static ones
         self._direct = {}   # _fast_key -> a direct caller, or False: none (note [call-overhead])
+        self._hot_for = [self]   # the callables whose `_hot` is `_direct` once it has a direct caller
         self._warm = {}   # signature -> (runner, out_tree, out dtypes) loaded from the warm cache
         self.__name__ = getattr(fun, "__name__", "jitted")
         self.__doc__ = getattr(fun, "__doc__", None)
@@ -195,7 +196,8 @@ class jit(_Boundary):
             return
         if not call:
             self._direct[fast] = False
-        elif len(dts) == 1 and out_tree.kind == "leaf":
+            return
+        if len(dts) == 1 and out_tree.kind == "leaf":
             # the entry's one result is already the output: an array of its dtype (rank >= 1)
             # or the NumPy scalar of it, which `_to_output` keeps as it is
             self._direct[fast] = call
@@ -204,6 +206,10 @@ class jit(_Boundary):
             self._direct[fast] = lambda *lv: unflatten(out_tree, [_to_output(call(*lv), dt)])
         else:
             self._direct[fast] = lambda *lv: unflatten(out_tree, [_to_output(o, d) for o, d in zip(call(*lv), dts)])
+        if not self.static_argnums and all(type(k) is tuple and len(k) == 3 for k in fast):
+            # arrays alone (`_leaf_key`'s triples): later such calls look their key up first
+            for f in self._hot_for:
+                f._hot = self._direct
 
     def _resolve(self, args, static, fast):
         """(runner, out_tree, out dtypes) for a signature not in `_fast`: from this
@@ -266,6 +272,7 @@ class _Transformed(_Boundary):
         self.parallel = parallel
         self.__name__ = name
         self._jit = jit(self, backend=backend, parallel=parallel)
+        self._jit._hot_for.append(self)   # this object's calls are its jit's (note [call-overhead])
 
     def __pullback_with_fun__(self, fun):
         """The same transformation of another function (closure conversion, note [closures])."""

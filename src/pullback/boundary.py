@@ -241,11 +241,38 @@ def _tuple_arg(v, what, name):
     return tuple(v)
 
 
+_ND = np.ndarray
+
+
 class _Boundary:
-    """Public callables: turn anything leaving `_call` into a located PullbackError."""
+    """Public callables: turn anything leaving `_call` into a located PullbackError.
+    `_hot`: None, or a dict of direct callers keyed as `_fast_key` keys plain arrays
+    (note [call-overhead]), looked up first for calls of arrays alone."""
+
+    _hot = None
 
     def __call__(self, *args, **kwargs):
         try:
+            hot = self._hot
+            if hot is not None and not kwargs:
+                # `_fast_key`'s key where every argument is a plain ndarray; with any other
+                # argument the key is None or has a None, as no key in `hot` has
+                # spelt out for one and two arguments: a comprehension's frame costs as much as
+                # the rest of the lookup
+                n = len(args)
+                if n == 1:
+                    a = args[0]
+                    key = ((a.dtype, a.shape, a.flags.num & _LAYOUT_FLAGS),) if type(a) is _ND else None
+                elif n == 2:
+                    a, b = args
+                    key = ((a.dtype, a.shape, a.flags.num & _LAYOUT_FLAGS),
+                           (b.dtype, b.shape, b.flags.num & _LAYOUT_FLAGS)) if type(a) is _ND and type(b) is _ND else None
+                else:
+                    key = tuple([(a.dtype, a.shape, a.flags.num & _LAYOUT_FLAGS) if type(a) is _ND
+                                 else None for a in args])
+                direct = hot.get(key)
+                if direct:
+                    return direct(*args)
             return self._call(args, kwargs)
         except Exception as e:
             if debugging() and not isinstance(e, PullbackError):

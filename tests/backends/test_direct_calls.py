@@ -120,3 +120,72 @@ def test_direct_results_have_the_general_paths_types(f):
     np.testing.assert_array_equal(second, first)
     want = pb.jit(f, backend="interp")(x, idx)
     assert type(second) is type(want) and np.asarray(second).dtype == np.asarray(want).dtype
+
+
+class _Sub(np.ndarray):
+    """An ndarray subclass: the same dtype, shape and flags as the array it views."""
+
+
+def _spied(f):
+    """`f` with its general path counted: calls that did not take the hot lookup."""
+    seen = []
+    general = f._call
+
+    def spy(args, kwargs):
+        seen.append(len(args))
+        return general(args, kwargs)
+
+    f._call = spy
+    return seen
+
+
+@pytest.mark.parametrize("make", [lambda f: pb.jit(f, backend="numba"), lambda f: pb.grad(f, backend="numba")])
+def test_calls_of_arrays_alone_look_their_key_up_first(make):
+    f = make(weighted)
+    x, w = np.linspace(0.0, 1.0, 7), np.linspace(1.0, 2.0, 7)
+    assert f._hot is None
+    first = f(x, w)
+    assert f._hot is _direct(f)
+    seen = _spied(f)
+    second = f(x, w)
+    assert seen == []                                   # the hot lookup answered
+    np.testing.assert_array_equal(second, first)
+    assert type(second) is type(first)
+
+
+def test_the_hot_lookup_leaves_every_other_call_to_the_general_path():
+    f = pb.jit(lambda x, w: np.sum(x * w), backend="numba")
+    x, w = np.linspace(0.0, 1.0, 7), np.linspace(1.0, 2.0, 7)
+    f(x, w)
+    seen = _spied(f)
+    want = float(np.sum(x * w))
+    sub = x.view(_Sub)
+    masked = np.ma.masked_array(x, mask=np.zeros(7, bool))
+    for args in ((sub, w), (x, sub), (x, 2.0), (np.float64(2.0), w), (x[:5], w[:5]), (x.astype(np.float32), w)):
+        f(*args)
+    assert len(seen) == 6                               # subclasses, scalars, other shapes and dtypes
+    assert np.isclose(f(x, w=w), want) and len(seen) == 7   # keywords
+    with pytest.raises(PullbackError, match="masked arrays"):   # never a silent answer without the mask
+        f(masked, w)
+    assert len(seen) == 8
+
+
+def test_the_hot_lookup_of_one_and_of_three_arrays():
+    one = pb.jit(lambda x: np.sum(x * x), backend="numba")
+    three = pb.jit(lambda x, y, z: np.sum(x * y * z), backend="numba")
+    x = np.linspace(0.0, 1.0, 6)
+    assert one(x) == one(x) and three(x, x, x) == three(x, x, x)
+    seen1, seen3 = _spied(one), _spied(three)
+    assert np.isclose(one(x), np.sum(x * x)) and np.isclose(three(x, x, x), np.sum(x ** 3))
+    assert seen1 == seen3 == []
+    one(x.view(_Sub)), one(x.reshape(2, 3)), three(x, x, x.view(_Sub)), three(x, x, 1.0)
+    assert seen1 == [1, 1] and seen3 == [3, 3]
+
+
+def test_static_arguments_and_trees_never_look_up_first():
+    f = pb.jit(lambda x, n: np.sum(x) * n, backend="numba", static_argnums=(1,))
+    g = pb.jit(lambda xs: np.sum(xs[0] * xs[1]), backend="numba")
+    x = np.ones(3)
+    f(x, 2), f(x, 2), g((x, x)), g((x, x))
+    assert any(callable(d) for d in f._direct.values()) and any(callable(d) for d in g._direct.values())
+    assert f._hot is None and g._hot is None

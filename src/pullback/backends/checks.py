@@ -232,20 +232,35 @@ class ModuleArgs(list):
         except CHECK_ERRORS as err:
             raise_located(err, self.sites)
 
-    def bound(self, fn, then):
-        """`lambda *args: then(self.call(fn, args))` for a module whose hidden arguments are
-        the same on every call (no stack limit or byte meter computed per call): they are
-        bound once, so a call costs the compiled function, the check translation and
-        `then` (note [call-overhead])."""
+    def bound(self, fn, then=None):
+        """`lambda *args: then(self.call(fn, args))` (`then` None: the result itself) for a
+        module whose hidden arguments are the same on every call (no stack limit or byte
+        meter computed per call): they are bound once, so a call costs the compiled
+        function, the check translation and `then` (note [call-overhead])."""
         assert self.limit is None and not self.metered
         tail, sites = tuple(self.trailing()), self.sites
+        if tail:
+            then = then or (lambda r: r)
 
-        def call(*args):
-            try:
-                r = fn(*args, *tail)
-            except CHECK_ERRORS as err:
-                raise_located(err, sites)
-            return then(r)
+            def call(*args):
+                try:
+                    r = fn(*args, *tail)
+                except CHECK_ERRORS as err:
+                    raise_located(err, sites)
+                return then(r)
+        elif then is None:   # the result as it is: the fewest steps a direct call can take
+            def call(*args):
+                try:
+                    return fn(*args)
+                except CHECK_ERRORS as err:
+                    raise_located(err, sites)
+        else:
+            def call(*args):
+                try:
+                    r = fn(*args)
+                except CHECK_ERRORS as err:
+                    raise_located(err, sites)
+                return then(r)
 
         return call
 

@@ -242,6 +242,35 @@ def _out_fn(dt):
     return lambda r: scalar(r)
 
 
+def _compiled_for(disp, values):
+    """(callable, numba result type) of the code `disp` compiled for arguments typed as
+    `values`: its overload's entry point, which converts the arguments by those types
+    without dispatching on them (a direct caller's key has fixed the types, note
+    [call-overhead]); `(disp, None)` where there is no such overload."""
+    import numba
+
+    cres = disp.overloads.get(tuple(numba.typeof(v) for v in values))
+    if cres is None:
+        return disp, None
+    return cres.entry_point, cres.signature.return_type
+
+
+def _direct_out(dt, rtype):
+    """`_out_fn(dt)` for a direct call whose numba result type is `rtype`, or None where the
+    result is already the output: a result that is no tensor, or an array of the dtype."""
+    if dt is None:
+        return None
+    dtype, is_array = dt
+    if not is_array:
+        return getattr(dtype, "type", dtype)   # numba returns a Python scalar: the NumPy scalar of it
+    from numba import types
+    from numba.np.numpy_support import as_dtype
+
+    if isinstance(rtype, types.Array) and as_dtype(rtype.dtype) == dtype:
+        return None
+    return _out_fn(dt)
+
+
 @dataclass
 class Spec:
     """Everything a compiled entry needs besides the program: the warm cache
@@ -493,9 +522,10 @@ def from_spec(spec: Spec):
                 or not all(type(a) is np.ndarray and dt is not None and dt[1] and a.dtype == dt[0]
                            and a.flags.writeable and a.flags.aligned for a, dt in zip(leaves, np_types))):
             return False
+        fn, rtype = _compiled_for(disp, [*leaves, *consts.trailing()])
         if len(outs) == 1:
-            return consts.bound(disp, outs[0])
-        return consts.bound(disp, lambda r: [o(v) for o, v in zip(outs, r)])
+            return consts.bound(fn, _direct_out(spec.rets[0], rtype))
+        return consts.bound(fn, lambda r: [o(v) for o, v in zip(outs, r)])
 
     def precompile(param_types):
         """Compile (or load) now for C-contiguous arguments of these numba types."""
