@@ -102,3 +102,45 @@ def test_an_int_too_large_after_a_warm_call_is_a_clear_error(backend):
             f((A, big))
         with pytest.raises(pb.PullbackError, match="64 bits"):
             g(big)
+
+
+def test_static_tokens_tell_apart_what_staging_tells_apart():
+    from pullback.boundary import StaticTokens
+
+    st = StaticTokens()
+    a = (1, 2)
+    ta = st.token(0, a)
+    assert st.token(0, a) is ta                      # the same object: remembered by identity
+    assert st.token(0, tuple([1, 2])) is ta          # an equal tuple of the same types: the same token
+    assert st.token(0, (1.0, 2)) is None             # floats never take the fast key
+    assert st.token(0, (True, 2)) is not ta          # equal, but a bool
+    assert st.token(1, (1, 2)) is ta                 # tokens name values, whatever the position
+    assert st.token(0, [1, 2]) is None and st.token(0, a) is ta
+    x = np.ones(3)
+    k1 = _fast_key((x, a), static=(1,), statics=st)[0]
+    assert k1 == _fast_key((x, (1, 2)), static=(1,), statics=st)[0]
+    assert k1 != _fast_key((x, (True, 2)), static=(1,), statics=st)[0]
+    assert k1 != _fast_key((x, (1, 3)), static=(1,), statics=st)[0]
+
+
+def test_static_tokens_from_many_threads_are_one_per_value():
+    import threading
+
+    from pullback.boundary import StaticTokens
+
+    st = StaticTokens()
+    values = [tuple(range(n)) for n in range(200)]
+    got = [[] for _ in range(4)]
+
+    def work(out):
+        for v in values:
+            out.append(st.token(0, tuple(v)))   # a fresh tuple each time: no identity hit
+
+    threads = [threading.Thread(target=work, args=(out,)) for out in got]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for out in got[1:]:
+        assert all(p is q for p, q in zip(out, got[0]))
+    assert len({id(t) for t in got[0]}) == len(values)

@@ -37,6 +37,7 @@ from . import checkpointing
 from .boundary import (  # noqa: F401 (BACKENDS, DEFAULT_BACKEND: re-exported)
     BACKENDS,
     DEFAULT_BACKEND,
+    StaticTokens,
     _api,
     _Boundary,
     _boundary_error,
@@ -131,15 +132,20 @@ class jit(_Boundary):
         self._direct = {}   # _fast_key -> a direct caller, or False: none (note [call-overhead])
         self._hot_for = [self]   # the callables whose `_hot` is `_direct` once it has a direct caller
         self._warm = {}   # signature -> (runner, out_tree, out dtypes) loaded from the warm cache
+        self._static_n = {}   # number of arguments -> the static positions among them
+        self._statics = StaticTokens()   # the static arguments' stand-ins in fast keys
         self.__name__ = getattr(fun, "__name__", "jitted")
         self.__doc__ = getattr(fun, "__doc__", None)
 
     def _static_for(self, n):
+        hit = self._static_n.get(n)
+        if hit is not None:
+            return hit
         for i in self.static_argnums:
             if not -n <= i < n:
                 raise PullbackError(f"static_argnums={self.static_argnums} but the function got {n} arguments",
                                     hint="static_argnums are positions of the arguments passed")
-        return tuple(sorted(i % n for i in self.static_argnums))
+        return self._static_n.setdefault(n, tuple(sorted(i % n for i in self.static_argnums)))
 
     def staged(self, *args):
         from .frontend import signature_key, stage
@@ -166,7 +172,7 @@ class jit(_Boundary):
         if kwargs:
             args = _positional(self.fun, args, kwargs)
         static = self._static_for(len(args)) if self.static_argnums else ()
-        fk = _fast_key(args, static)
+        fk = _fast_key(args, static, self._statics)
         direct = False
         if fk is not None:
             fast, leaves = fk

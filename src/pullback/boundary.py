@@ -44,6 +44,7 @@ def default_backend() -> str:
 
 
 _SIMPLE = (float, int, bool)
+_ND = np.ndarray
 
 
 # NumPy's array flags that numba's argument type depends on: NPY_ARRAY_C_CONTIGUOUS,
@@ -88,23 +89,56 @@ def _static_key(v):
     return None
 
 
-def _fast_key(args, static=()):
+class StaticTokens:
+    """Stand-ins for static arguments in one callable's fast keys: a unique object per
+    distinct `_static_key`, so that a key holding it hashes and compares in constant time
+    (a static tuple of 22 ints hashed and compared element by element was a quarter of a
+    warm call). The last value seen at each position is remembered by identity: a static
+    value `_static_key` takes is an atom or a tuple of atoms, immutable, so the same object
+    has the same key. Safe from any thread: `dict.setdefault` gives every thread the same
+    object for a key (note [call-overhead])."""
+
+    def __init__(self):
+        self._tokens = {}
+        self._last = {}   # position -> (value, token); the value held, so its identity stays its own
+
+    def token(self, i, v):
+        last = self._last.get(i)
+        if last is not None and last[0] is v:
+            return last[1]
+        k = _static_key(v)
+        if k is None:
+            return None
+        tok = self._tokens.get(k)
+        if tok is None:
+            tok = self._tokens.setdefault(k, object())
+        self._last[i] = (v, tok)
+        return tok
+
+
+def _leaves_key(seq):
+    """`tuple(map(_leaf_key, seq))`, with plain arrays keyed in place (no call per array)."""
+    return tuple([(a.dtype, a.shape, a.flags.num & _LAYOUT_FLAGS) if type(a) is _ND and a.dtype.kind in "fib"
+                  else _leaf_key(a) for a in seq])
+
+
+def _fast_key(args, static=(), statics=None):
     """(key, leaves) for a call whose arguments are arrays, numbers, tuples or
     lists of arrays and numbers (one level), and static arguments (positions
-    `static`) that `_static_key` takes; None otherwise, and the general
-    signature key is used. `leaves`: the non-static arguments flattened as
-    `pytree.flatten` does. uint64 values and ints outside int64 always take the
-    checked path."""
+    `static`) that `_static_key` takes (keyed by `statics`' tokens when given);
+    None otherwise, and the general signature key is used. `leaves`: the
+    non-static arguments flattened as `pytree.flatten` does. uint64 values and
+    ints outside int64 always take the checked path."""
     if not static:   # the common case: arrays and numbers only, which are their own leaves
-        key = tuple(map(_leaf_key, args))
+        key = _leaves_key(args)
         if None not in key:
             return key, args
     key, leaves = [], []
     for i, a in enumerate(args):
         if i in static:
-            k = _static_key(a)
+            k = statics.token(i, a) if statics is not None else _static_key(a)
         elif type(a) in (tuple, list):
-            k = (type(a), tuple(map(_leaf_key, a)))
+            k = (type(a), _leaves_key(a))
             if None in k[1]:
                 return None
             leaves.extend(a)
@@ -239,9 +273,6 @@ def _tuple_arg(v, what, name):
         raise PullbackError(f"{what}: {name} must be a tuple (or list) with one entry per argument, "
                             f"got {type(v).__name__}", hint=f"write pb.{what}(f, (x,), (t,)) for one argument")
     return tuple(v)
-
-
-_ND = np.ndarray
 
 
 class _Boundary:
