@@ -312,7 +312,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers, ViewHooks):
     def prim(self, fe, st, depth) -> bool:
         e: Prim = st.exp
         op, args = e.op, e.args
-        n0, top0 = len(fe.lines), getattr(fe, "top_lines", 0)
+        n0, top0 = len(fe.lines), fe.top_lines
         if op not in ps.KNOWN_PRIMS and op not in LIBCALLS:
             raise PullbackError(f"numba backend: primitive '{op}' has no numba form",
                                 hint="use backend='pysource' or 'interp' for this program")
@@ -388,7 +388,7 @@ class NumbaDialect(StoreHelpers, LoopHelpers, ViewHooks):
             outs = [fe.bind(v) for v in st.pat]
             fe.line(depth, f"{', '.join(outs)} = {rhs}")
         # tag the lines with the primitive, for error messages (not lines inserted at the top)
-        for i in range(n0 + getattr(fe, "top_lines", 0) - top0, len(fe.lines)):
+        for i in range(n0 + fe.top_lines - top0, len(fe.lines)):
             if "#" not in fe.lines[i]:
                 fe.lines[i] += f"  # pb:{op}"
         return True
@@ -396,13 +396,11 @@ class NumbaDialect(StoreHelpers, LoopHelpers, ViewHooks):
     def keep_alive(self, fe, name: str) -> None:
         """Keep the array `name` from being released before the function `fe` prints returns
         (`before_return`)."""
-        if not hasattr(fe, "kept"):
-            fe.kept = []
         fe.kept.append(name)
 
     def before_return(self, fe) -> None:
         """Before the function's return: a use of each array `keep_alive` named."""
-        if getattr(fe, "kept", None):
+        if fe.kept:
             from .numba_views import KEEP_IMPORT
 
             self.helper("_pb_keep_import", KEEP_IMPORT)

@@ -113,7 +113,7 @@ def scratch(fe, shape: tuple, dtype: str) -> str:
     top = next(i for i, ln in enumerate(fe.lines) if ln.startswith("def ")) + 2   # after the docstring
     fe.lines.insert(top, f"    {name} = np.empty({text._shape_lit(shape)}, dtype={text._NP_DTYPE[dtype]})")
     fe.line_locs.insert(top, None)
-    fe.top_lines = getattr(fe, "top_lines", 0) + 1   # (lines inserted above the statement being printed)
+    fe.top_lines += 1   # (lines inserted above the statement being printed)
     return name
 
 

@@ -109,6 +109,8 @@ class _FuncEmitter(_PrimEmitter):
         self.ranges = Ranges(f)      # symbolic bounds of indices in loops (checks, note [index-ranges])
         self.checked: list[set] = []  # per open body: (index var, size) already checked in it
         self.sums: set = set()        # results of additions a dialect may reassociate (note [adjoint-reassoc])
+        self.top_lines = 0            # lines a dialect inserted at the function's top (numba_scratch.scratch)
+        self.kept: list = []          # arrays a dialect keeps alive until the return (keep_alive)
 
     # -- names ----------------------------------------------------------------
     def fresh(self, hint: str) -> str:
