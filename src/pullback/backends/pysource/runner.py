@@ -73,7 +73,7 @@ def compile_prog(prog: Prog, fname: str | None = None):
         try:
             with np.errstate(all="ignore"), deep_recursion():
                 r = fn(*args)
-        except (IndexError, ZeroDivisionError, RecursionError) as err:
+        except checks.CHECK_ERRORS as err:   # as numba's `checks.raise_located`, and NumPy's own errors located
             located = checks.translate(err, sites)
             if located is None:
                 located = checks.from_exception(err, _innermost_loc(err, filename, line_locs))
