@@ -8,7 +8,7 @@ from numba import njit
 
 import pullback as pb
 from pullback.backends.libcalls.smul import _ARRAY
-from pullback.backends.numba_smul import _pb_smul_s
+from pullback.backends.numba_smul import _pb_smul_cs, _pb_smul_s, _pb_smul_sc
 
 EDGE = [0.0, -0.0, 1.0, -2.5, 1e-310, 1e308, np.inf, -np.inf, np.nan]
 
@@ -87,3 +87,72 @@ def test_generated_code_calls_the_intrinsic():
     src = nb.emit_prog(nb.lower(prog), parallel=False)
     assert "_pb_smul_s(" in src and "(0.0 if" not in src
     np.testing.assert_array_equal(pb.grad(f, backend="numba")(x), [0.0, 0.0, 0.25])
+
+
+@njit(error_model="numpy")
+def _fixed_loop(xs, c):
+    """Both invariant-factor forms over a loop in which `c` stays the same."""
+    out = np.empty((2, xs.shape[0]))
+    for i in range(xs.shape[0]):
+        out[0, i] = _pb_smul_sc(xs[i], c)
+        out[1, i] = _pb_smul_cs(c, xs[i])
+    return out
+
+
+def test_invariant_factor_forms_are_the_strong_product():
+    """`_pb_smul_sc(x, c)` and `_pb_smul_cs(c, x)` (note [strong-mul], "Invariant factors"):
+    the strong product bit for bit, whatever the fixed factor is (finite, zero, infinite, NaN)."""
+    xs = np.array(EDGE * 3)
+    for c in EDGE:
+        got = _fixed_loop(xs, c)
+        for x, g, h in zip(xs, got[0], got[1]):
+            assert same(g, ref(x, c)), (x, c)
+            assert same(h, ref(c, x)), (c, x)
+
+
+def _elim(A):
+    """det_lu's elimination: the inner adjoint loop multiplies by the row's factor `f`,
+    which that loop does not change."""
+    n = A.shape[0]
+    A = A.copy()
+    d = 1.0
+    for i in range(n):
+        p = A[i, i]
+        d = d * p
+        for j in range(i + 1, n):
+            f = A[j, i] / p
+            for k in range(i + 1, n):
+                A[j, k] -= f * A[i, k]
+    return d
+
+
+def test_loops_print_the_invariant_factor_form_where_a_factor_is_fixed():
+    from pullback.backends import numba_backend as nb
+
+    A = np.array([[2.0, 1.0, 0.5], [1.0, 3.0, 1.0], [0.5, 1.0, 4.0]])
+    prog = pb.jit(pb.grad(_elim), backend="numba").staged(A).prog
+    src = nb.emit_prog(nb.lower(prog), parallel=False)
+    inner = [ln for ln in src.splitlines() if "_pb_smul" in ln and "import" not in ln]
+    assert any("_pb_smul_sc(" in ln and "f_" in ln for ln in inner), inner   # the factor f, fixed in k
+    assert any("_pb_smul_s(" in ln for ln in inner)                          # both factors change
+    # a zero pivot makes f infinite or NaN: the guard still decides, as in the interpreter
+    for B in (A, np.array([[0.0, 1.0, 0.5], [1.0, 3.0, 1.0], [0.5, 1.0, 4.0]]),
+              np.array([[1.0, 2.0, 0.0], [0.5, 1.0, 1.0], [np.inf, 1.0, 1.0]])):
+        want = pb.grad(_elim, backend="interp")(B)
+        got = pb.grad(_elim, backend="numba")(B)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_fused_loops_print_the_invariant_factor_form():
+    from pullback.backends import numba_backend as nb
+
+    def f(x, c):
+        return np.sum(np.sin(x * c))
+
+    x = np.linspace(-1.0, 1.0, 40)
+    prog = pb.jit(pb.grad(f), backend="numba").staged(x, 2.0).prog
+    src = nb.emit_prog(nb.lower(prog), parallel=False)
+    assert "_pb_smul_sc(" in src or "_pb_smul_cs(" in src
+    for c in (2.0, 0.0, np.inf, np.nan):
+        for xv in (x, np.where(x > 0.5, np.inf, x)):
+            np.testing.assert_array_equal(pb.grad(f, backend="numba")(xv, c), pb.grad(f, backend="interp")(xv, c))

@@ -491,6 +491,7 @@ def _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars, lanes, 
     full sum v's value is stored or added with (``buf[j] =``, ``lanes[i & 7] +=``),
     `regs[v]` the local that a sum over the innermost axis adds into, `stored[v]`
     the updates (and their arrays' names) that an elementwise result is written by."""
+    fe.varying.append(set())   # the scalars below that change in the loop (`loop_invariant`)
     for st in g.fused:
         e: Prim = st.exp
         v = st.pat[0]
@@ -507,8 +508,10 @@ def _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars, lanes, 
             sv = Var(f"\0{len(fe.py)}", TensorType(a.type.dtype, ()))
             if a in scalars:
                 fe.py[sv] = scalars[a]
+                fe.varying[-1].add(sv)
             elif a.type.shape:
                 fe.py[sv] = f"{arrays[a]}[{broadcast_index(a, g.shape, idx)}]"
+                fe.varying[-1].add(sv)
             else:
                 fe.py[sv] = fe.a(a)
             fe.strong.add(sv)
@@ -538,3 +541,4 @@ def _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars, lanes, 
             fe.line(inner, f"{outs[v]}[{', '.join(idx)}] = {name}")
         for up, target, off in stored.get(v, ()):
             fe.line(inner, f"{store_target(fe, up, target, idx, off)} {name}  # pb:{up.exp.op}")
+    fe.varying.pop()

@@ -13,6 +13,11 @@ Contract:
   into three compares and two selects on every product (its if-conversion
   only keeps a branch it knows is predictable), twice the time of det_lu's
   gradient loop. In a loop the vectoriser still if-converts the branch.
+- `_pb_smul_sc(x, c)`, `_pb_smul_cs(c, x)`: the same value, for a loop in which
+  the factor `c` does not change: a finite non-zero `c` makes it the plain
+  product, a test LLVM hoists out of the loop (note [strong-mul], "Invariant
+  factors"); any other `c` takes `_pb_smul_s`'s guard. Exact whatever `c` is:
+  printing them where `c` does change costs only speed.
 - `_pb_smask_s(y, a, d)`: a numba intrinsic, the float64 value of `smask`
   (`y`, except 0.0 where `a * d` is NaN and `a == 0` or `d == 0`) for real
   scalars, in the same code shape: the product, one unordered compare and a
@@ -75,3 +80,42 @@ def _pb_smask_s(typingctx, y, a, d):
         return _rescued(builder, builder.fmul(x, w), x, w, v)
 
     return sig, codegen
+
+
+
+def _smul_invariant(which):
+    """The intrinsic `_pb_smul_s` for a loop where factor `which` (0 or 1) stays the same:
+    a finite non-zero factor makes the strong product the plain one (`x * c` is NaN only
+    where `x` is, and then neither factor is zero), and that test reads the invariant
+    factor alone, so LLVM hoists it out of the loop and the loop computes the plain
+    product; otherwise the guard of `_pb_smul_s` (note [strong-mul], "Invariant factors")."""
+    @intrinsic
+    def smul(typingctx, x, y):
+        if not (isinstance(x, _REAL) and isinstance(y, _REAL)):
+            return None
+        sig = types.float64(x, y)
+
+        def codegen(context, builder, signature, args):
+            a, b = (context.cast(builder, args[i], signature.args[i], types.float64) for i in range(2))
+            r = builder.fmul(a, b)
+            f64 = ir.DoubleType()
+            c = (a, b)[which]
+            mag = builder.call(builder.module.declare_intrinsic("llvm.fabs", [f64]), [c])
+            plain = builder.and_(builder.fcmp_ordered("<", mag, ir.Constant(f64, float("inf"))),
+                                 builder.fcmp_ordered("!=", c, ir.Constant(f64, 0.0)))
+            fast = builder.block
+            with builder.if_then(builder.not_(plain), likely=False):
+                guarded = _rescued(builder, r, a, b, r)
+                slow = builder.block
+            out = builder.phi(f64)
+            out.add_incoming(r, fast)
+            out.add_incoming(guarded, slow)
+            return out
+
+        return sig, codegen
+
+    return smul
+
+
+_pb_smul_cs = _smul_invariant(0)   # smul(c, x), c the same in the loop
+_pb_smul_sc = _smul_invariant(1)   # smul(x, c)

@@ -1,7 +1,8 @@
 """The numba form of `smul`, the strong product (`passes/strong_mul.py`, note
 [strong-mul]): `libcalls` contract. A scalar (also inside fused loops) is a
 call of the intrinsic `numba_smul._pb_smul_s` (one product, one compare and a
-rarely taken branch); an array goes through a small helper that computes the
+rarely taken branch), or in a loop where one factor does not change, of
+`_pb_smul_sc`/`_pb_smul_cs` (`fe.loop_invariant`); an array goes through a small helper that computes the
 plain product and applies the guard only when the product has a NaN. pysource
 prints the table implementation (the pass runs on numba only).
 
@@ -26,8 +27,11 @@ def _pb_smul(x, y):
 def _numba(dialect, fe, e, pat):
     x, y = (fe.a(a) for a in e.args)
     if not pat[0].type.shape:
-        dialect.helper("_pb_smul_import", "from pullback.backends.numba_smul import _pb_smul_s")
-        return f"_pb_smul_s({x}, {y})"
+        # a factor the loop printing the product does not change (note [strong-mul], "Invariant factors")
+        fixed = [fe.loop_invariant(a) for a in e.args]
+        name = "_pb_smul_sc" if fixed == [False, True] else "_pb_smul_cs" if fixed == [True, False] else "_pb_smul_s"
+        dialect.helper(f"{name}_import", f"from pullback.backends.numba_smul import {name}")
+        return f"{name}({x}, {y})"
     h = dialect.helper("_pb_smul", _ARRAY.format(deco=dialect.deco))
     return f"{h}({x}, {y})"
 

@@ -23,6 +23,7 @@ from collections import Counter
 import numpy as np
 
 from ...ir.core import Apply, Body, Const, ForForm, Func, If, Let, Loop, Map, Prim, Prog, Var
+from ...ir.traverse import bound_vars
 from ...ir.types import TensorType
 from .. import checks
 from .ownership import _Ownership
@@ -111,6 +112,15 @@ class _FuncEmitter(_PrimEmitter):
         self.sums: set = set()        # results of additions a dialect may reassociate (note [adjoint-reassoc])
         self.top_lines = 0            # lines a dialect inserted at the function's top (numba_scratch.scratch)
         self.kept: list = []          # arrays a dialect keeps alive until the return (keep_alive)
+        self.varying: list[set] = []  # per loop being printed, innermost last: the vars it may change
+
+    def loop_invariant(self, a) -> bool:
+        """Whether scalar `a` is the same in every iteration of the innermost loop being
+        printed (a constant, or a var that loop does not bind); False outside loops.
+        Only speed may depend on it (note [strong-mul], "Invariant factors")."""
+        if not self.varying or a.type.shape:
+            return False
+        return isinstance(a, Const) or a not in self.varying[-1]
 
     # -- names ----------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -414,7 +424,9 @@ class _FuncEmitter(_PrimEmitter):
         binders = tuple(e.params) + ((e.form.index,) if isinstance(e.form, ForForm) else ())
         if isinstance(e.form, ForForm):
             self.ranges.enter(e.form.index, e.form.bound)
+        self.varying.append(set(binders) | bound_vars(e.body))
         self.body(e.body, depth + 1 + bool(block), binders, names)
+        self.varying.pop()
         if isinstance(e.form, ForForm):
             self.ranges.leave()
         if block:
