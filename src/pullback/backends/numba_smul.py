@@ -56,20 +56,6 @@ def _rescued(builder, r, a, b, keep):
 
 
 @intrinsic
-def _pb_smul_s(typingctx, x, y):
-    if not (isinstance(x, _REAL) and isinstance(y, _REAL)):
-        return None
-    sig = types.float64(x, y)
-
-    def codegen(context, builder, signature, args):
-        a, b = (context.cast(builder, args[i], signature.args[i], types.float64) for i in range(2))
-        r = builder.fmul(a, b)
-        return _rescued(builder, r, a, b, r)
-
-    return sig, codegen
-
-
-@intrinsic
 def _pb_smask_s(typingctx, y, a, d):
     if not all(isinstance(t, _REAL) for t in (y, a, d)):
         return None
@@ -82,14 +68,29 @@ def _pb_smask_s(typingctx, y, a, d):
     return sig, codegen
 
 
+def _plain_unless(builder, r, a, b, c):
+    """`r` = a * b where the factor `c` (a or b) is finite and non-zero, else the guard of
+    `_rescued`: a test of `c` alone, which LLVM hoists out of a loop that does not change `c`."""
+    f64 = ir.DoubleType()
+    mag = builder.call(builder.module.declare_intrinsic("llvm.fabs", [f64]), [c])
+    plain = builder.and_(builder.fcmp_ordered("<", mag, ir.Constant(f64, float("inf"))),
+                         builder.fcmp_ordered("!=", c, ir.Constant(f64, 0.0)))
+    fast = builder.block
+    with builder.if_then(builder.not_(plain), likely=False):
+        guarded = _rescued(builder, r, a, b, r)
+        slow = builder.block
+    out = builder.phi(f64)
+    out.add_incoming(r, fast)
+    out.add_incoming(guarded, slow)
+    return out
 
-def _smul_invariant(which):
-    """The intrinsic `_pb_smul_s` for a loop where factor `which` (0 or 1) stays the same:
-    a finite non-zero factor makes the strong product the plain one (`x * c` is NaN only
-    where `x` is, and then neither factor is zero), and that test reads the invariant
-    factor alone, so LLVM hoists it out of the loop and the loop computes the plain
-    product; otherwise the guard of `_pb_smul_s` (note [strong-mul], "Invariant factors")."""
-    @intrinsic
+
+def _smul(name, fixed=None):
+    """The strong product intrinsic `name`; `fixed` (0 or 1): the factor a loop printing
+    it does not change. A finite non-zero factor makes the strong product the plain one
+    (`x * c` is then NaN only where `x` is, and no factor is zero), so with `fixed` the
+    loop tests that factor once and computes the plain product (note [strong-mul],
+    "Invariant factors")."""
     def smul(typingctx, x, y):
         if not (isinstance(x, _REAL) and isinstance(y, _REAL)):
             return None
@@ -98,24 +99,16 @@ def _smul_invariant(which):
         def codegen(context, builder, signature, args):
             a, b = (context.cast(builder, args[i], signature.args[i], types.float64) for i in range(2))
             r = builder.fmul(a, b)
-            f64 = ir.DoubleType()
-            c = (a, b)[which]
-            mag = builder.call(builder.module.declare_intrinsic("llvm.fabs", [f64]), [c])
-            plain = builder.and_(builder.fcmp_ordered("<", mag, ir.Constant(f64, float("inf"))),
-                                 builder.fcmp_ordered("!=", c, ir.Constant(f64, 0.0)))
-            fast = builder.block
-            with builder.if_then(builder.not_(plain), likely=False):
-                guarded = _rescued(builder, r, a, b, r)
-                slow = builder.block
-            out = builder.phi(f64)
-            out.add_incoming(r, fast)
-            out.add_incoming(guarded, slow)
-            return out
+            if fixed is None:
+                return _rescued(builder, r, a, b, r)
+            return _plain_unless(builder, r, a, b, (a, b)[fixed])
 
         return sig, codegen
 
-    return smul
+    smul.__name__ = smul.__qualname__ = name
+    return intrinsic(smul)
 
 
-_pb_smul_cs = _smul_invariant(0)   # smul(c, x), c the same in the loop
-_pb_smul_sc = _smul_invariant(1)   # smul(x, c)
+_pb_smul_s = _smul("_pb_smul_s")
+_pb_smul_cs = _smul("_pb_smul_cs", fixed=0)   # smul(c, x), c the same in the loop
+_pb_smul_sc = _smul("_pb_smul_sc", fixed=1)   # smul(x, c)
