@@ -158,3 +158,26 @@ def test_fused_loops_print_the_invariant_factor_form():
     for c in (2.0, 0.0, np.inf, np.nan):
         for xv in (x, np.where(x > 0.5, np.inf, x)):
             np.testing.assert_array_equal(pb.grad(f, backend="numba")(xv, c), pb.grad(f, backend="interp")(xv, c))
+
+
+def test_loops_llvm_would_not_vectorise_keep_the_plain_guard():
+    """The invariant-factor form pays only where LLVM vectorises the loop; elsewhere it is
+    more code to compile for nothing: a loop of fewer than 16 iterations keeps `_pb_smul_s`."""
+    from pullback.backends import numba_backend as nb
+
+    def dot(n):
+        def f(x, c):
+            s = 0.0
+            for i in range(n):
+                s = s + np.sin(x[i] * c)
+            return s
+        return f
+
+    def forms(n):
+        x = np.linspace(0.1, 1.0, 40)
+        prog = pb.jit(pb.grad(dot(n)), backend="numba").staged(x, 2.0).prog
+        src = nb.emit_prog(nb.lower(prog), parallel=False)
+        return {name for name in ("_pb_smul_s(", "_pb_smul_sc(", "_pb_smul_cs(") if name in src}
+
+    assert forms(40) & {"_pb_smul_sc(", "_pb_smul_cs("}
+    assert forms(3) == {"_pb_smul_s("}

@@ -486,12 +486,18 @@ def _sum_elem(fe, v, keep, idx) -> str:
     return fe.py[v] + f"[{', '.join(idx[d] for d in keep)}]"
 
 
+def _varies(fe, sv) -> None:
+    if fe.varying[-1] is not None:
+        fe.varying[-1].add(sv)
+
+
 def _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars, lanes, regs, stored) -> None:
     """The fused statements at loop depth `inner`; `lanes[v]` is the text that a
     full sum v's value is stored or added with (``buf[j] =``, ``lanes[i & 7] +=``),
     `regs[v]` the local that a sum over the innermost axis adds into, `stored[v]`
     the updates (and their arrays' names) that an elementwise result is written by."""
-    fe.varying.append(set())   # the scalars below that change in the loop (`loop_invariant`)
+    # the scalars below that change in the loop (`loop_invariant`); None: too short to vectorise
+    fe.varying.append(set() if int(g.shape[-1]) >= TINY_TRIP else None)
     for st in g.fused:
         e: Prim = st.exp
         v = st.pat[0]
@@ -508,10 +514,10 @@ def _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars, lanes, 
             sv = Var(f"\0{len(fe.py)}", TensorType(a.type.dtype, ()))
             if a in scalars:
                 fe.py[sv] = scalars[a]
-                fe.varying[-1].add(sv)
+                _varies(fe, sv)
             elif a.type.shape:
                 fe.py[sv] = f"{arrays[a]}[{broadcast_index(a, g.shape, idx)}]"
-                fe.varying[-1].add(sv)
+                _varies(fe, sv)
             else:
                 fe.py[sv] = fe.a(a)
             fe.strong.add(sv)

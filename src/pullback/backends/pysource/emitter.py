@@ -23,7 +23,7 @@ from collections import Counter
 import numpy as np
 
 from ...ir.core import Apply, Body, Const, ForForm, Func, If, Let, Loop, Map, Prim, Prog, Var
-from ...ir.traverse import bound_vars
+from ...ir.traverse import bound_vars, exp_scopes
 from ...ir.types import TensorType
 from .. import checks
 from .ownership import _Ownership
@@ -91,6 +91,10 @@ class _Module:
         return self.const_names[key]
 
 
+# a loop body with more statements is not taken for one LLVM vectorises (`enter_loop`)
+_VECTOR_BODY = 64
+
+
 class _FuncEmitter(_PrimEmitter):
     def __init__(self, mod: _Module, f: Func):
         self.mod = mod
@@ -112,15 +116,27 @@ class _FuncEmitter(_PrimEmitter):
         self.sums: set = set()        # results of additions a dialect may reassociate (note [adjoint-reassoc])
         self.top_lines = 0            # lines a dialect inserted at the function's top (numba_scratch.scratch)
         self.kept: list = []          # arrays a dialect keeps alive until the return (keep_alive)
-        self.varying: list[set] = []  # per loop being printed, innermost last: the vars it may change
+        self.varying: list = []       # per loop being printed, innermost last: the vars it may change (None:
+                                      # a loop whose body LLVM would not vectorise, `enter_loop`)
 
     def loop_invariant(self, a) -> bool:
         """Whether scalar `a` is the same in every iteration of the innermost loop being
-        printed (a constant, or a var that loop does not bind); False outside loops.
-        Only speed may depend on it (note [strong-mul], "Invariant factors")."""
-        if not self.varying or a.type.shape:
+        printed (a constant, or a var that loop does not bind), in a loop that LLVM may
+        vectorise; False elsewhere. Only speed depends on it (note [strong-mul],
+        "Invariant factors")."""
+        if not self.varying or self.varying[-1] is None or a.type.shape:
             return False
         return isinstance(a, Const) or a not in self.varying[-1]
+
+    def enter_loop(self, binders, body: Body, trips=None) -> None:
+        """Printing the loop of `body` (`trips` iterations, when static) starts: its vars
+        for `loop_invariant`, or None where its body is no vectorisation candidate (a
+        nested loop, more than `_VECTOR_BODY` statements, fewer than 16 iterations)."""
+        small = trips is not None and trips < 16
+        if small or len(body.stmts) > _VECTOR_BODY or any(exp_scopes(st.exp) for st in body.stmts):
+            self.varying.append(None)
+        else:
+            self.varying.append(set(binders) | bound_vars(body))
 
     # -- names ----------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -424,7 +440,8 @@ class _FuncEmitter(_PrimEmitter):
         binders = tuple(e.params) + ((e.form.index,) if isinstance(e.form, ForForm) else ())
         if isinstance(e.form, ForForm):
             self.ranges.enter(e.form.index, e.form.bound)
-        self.varying.append(set(binders) | bound_vars(e.body))
+        bound = e.form.bound if isinstance(e.form, ForForm) else None
+        self.enter_loop(binders, e.body, int(bound.value) if isinstance(bound, Const) else None)
         self.body(e.body, depth + 1 + bool(block), binders, names)
         self.varying.pop()
         if isinstance(e.form, ForForm):

@@ -24,7 +24,7 @@ the number of threads.
 from __future__ import annotations
 
 from ...ir.core import Body, Map, Var
-from ...ir.traverse import bound_vars, free_vars
+from ...ir.traverse import free_vars
 from .text import _NP_DTYPE, _shape_lit
 
 
@@ -100,7 +100,7 @@ def _iteration(fe, e: Map, depth: int, outs, names, iname, over=None) -> None:
                        avoid_live=dict(zip(names, e.acc_params)))
     n0 = len(fe.lines)
     binders = tuple(e.lam.params)
-    fe.varying.append(set(binders) | bound_vars(body))
+    fe.enter_loop(binders, body, int(e.width.value))
     fe.body(body, depth, binders)
     fe.varying.pop()
     fe.here.append(set(binders) | {v for s in body.stmts for v in s.pat})
