@@ -9,11 +9,14 @@ Contract:
   frontend is already loaded, `_check_parallel(None)` imports nothing).
 - `default_backend()`: ``$PULLBACK_BACKEND`` or `DEFAULT_BACKEND`, one of
   `BACKENDS`.
-- `_fast_key(args, static)`: a cheap signature key and the leaves for calls
-  with arrays and numbers, flat tuples or lists of them, and static ints,
-  strings or tuples of them; or None; `_out_dtypes(prog)` and `_to_output(v, dt)`: a backend's
+- `_fast_key(args, static, statics=None)`: a cheap signature key and the leaves
+  for calls with arrays and numbers, flat tuples or lists of them, and static
+  ints, strings or tuples of them (keyed by a `StaticTokens`' stand-ins when
+  given); or None; `_out_dtypes(prog)` and `_to_output(v, dt)`: a backend's
   results converted to the entry's declared result dtypes.
-- `_Boundary` (callables with `_call(args, kwargs)`) and `_api` (functions):
+- `_Boundary` (callables with `_call(args, kwargs)`; a call of arrays alone
+  first looks its key up in `_hot`, the direct callers, where a callable has
+  set it: note [call-overhead]) and `_api` (functions):
   any exception leaving becomes `_boundary_error(e)`, the located
   `PullbackError` of `errors.user_error`, its traceback through pullback
   dropped unless ``$PULLBACK_DEBUG`` is set (then internal exceptions pass
@@ -287,9 +290,8 @@ class _Boundary:
             hot = self._hot
             if hot is not None and not kwargs:
                 # `_fast_key`'s key where every argument is a plain ndarray; with any other
-                # argument the key is None or has a None, as no key in `hot` has
-                # spelt out for one and two arguments: a comprehension's frame costs as much as
-                # the rest of the lookup
+                # argument the key is None or has a None, as no key in `hot` has. Spelt out
+                # for one and two arguments: a comprehension's frame costs as much as the rest
                 n = len(args)
                 if n == 1:
                     a = args[0]

@@ -1,10 +1,11 @@
 """The numba form of `smul`, the strong product (`passes/strong_mul.py`, note
 [strong-mul]): `libcalls` contract. A scalar (also inside fused loops) is a
 call of the intrinsic `numba_smul._pb_smul_s` (one product, one compare and a
-rarely taken branch), or in a loop where one factor does not change, of
-`_pb_smul_sc`/`_pb_smul_cs` (`fe.loop_invariant`); an array goes through a small helper that computes the
-plain product and applies the guard only when the product has a NaN. pysource
-prints the table implementation (the pass runs on numba only).
+rarely taken branch), or, in a loop that does not change one factor
+(`fe.loop_invariant`), of `_pb_smul_sc`/`_pb_smul_cs`; an array goes through a
+small helper that computes the plain product and applies the guard only when
+the product has a NaN. pysource prints the table implementation (the pass runs
+on numba only).
 
 The scalar form is a call, not a conditional expression at each site (note
 [compile-time]): numba turns every conditional expression into branches and a

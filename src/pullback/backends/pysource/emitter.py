@@ -91,8 +91,10 @@ class _Module:
         return self.const_names[key]
 
 
-# a loop body with more statements is not taken for one LLVM vectorises (`enter_loop`)
+# a loop body with more statements, or a loop of fewer iterations (LLVM's tiny trip count, as
+# `numba_fusion.TINY_TRIP`), is not taken for one LLVM vectorises (`enter_loop`)
 _VECTOR_BODY = 64
+_TINY_TRIP = 16
 
 
 class _FuncEmitter(_PrimEmitter):
@@ -131,8 +133,8 @@ class _FuncEmitter(_PrimEmitter):
     def enter_loop(self, binders, body: Body, trips=None) -> None:
         """Printing the loop of `body` (`trips` iterations, when static) starts: its vars
         for `loop_invariant`, or None where its body is no vectorisation candidate (a
-        nested loop, more than `_VECTOR_BODY` statements, fewer than 16 iterations)."""
-        small = trips is not None and trips < 16
+        nested loop, more than `_VECTOR_BODY` statements, fewer than `_TINY_TRIP` iterations)."""
+        small = trips is not None and trips < _TINY_TRIP
         if small or len(body.stmts) > _VECTOR_BODY or any(exp_scopes(st.exp) for st in body.stmts):
             self.varying.append(None)
         else:
