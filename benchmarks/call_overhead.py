@@ -1,7 +1,8 @@
 """Per-call overhead of a warm transformed function (a 3-element sum), in
 microseconds, on the numba and pysource backends: with two array arguments
 (`jit`, `grad`), and with a tuple of six arrays and a static tuple of 22 ints
-(`tree`: GradBench ht's model and parents).
+(`tree`: GradBench ht's model and parents), and with an array and a Python
+float (`scal`).
 
     python benchmarks/call_overhead.py [SRC_DIR]
 
@@ -31,13 +32,18 @@ def g(x, model, parents):
     return np.sum(x * model[parents[0]])
 
 
+def h(x, s):
+    return np.sum(x) * s
+
+
 def main():
     x, y = np.ones(3), np.ones(3)
     model, parents = tuple(np.ones(3) for _ in range(6)), (-1,) + tuple(range(21))
     for backend in ("numba", "pysource"):
         cases = (("jit", pb.jit(f, backend=backend), (x, y)),
                  ("grad", pb.grad(f, backend=backend), (x, y)),
-                 ("tree", pb.jit(g, backend=backend, static_argnums=(2,)), (x, model, parents)))
+                 ("tree", pb.jit(g, backend=backend, static_argnums=(2,)), (x, model, parents)),
+                 ("scal", pb.jit(h, backend=backend), (x, 2.0)))
         for name, fn, args in cases:
             fn(*args)
             best = float("inf")

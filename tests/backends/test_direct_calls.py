@@ -74,11 +74,43 @@ def test_other_layouts_take_the_general_path_and_are_right():
     assert not ro.flags.writeable
 
 
-def test_scalar_leaves_keep_the_general_path():
-    f = pb.jit(lambda x, s: np.sum(x) * s, backend="numba")
-    x = np.ones(4)
-    assert f(x, 2.0) == 8.0 and f(x, 3.0) == 12.0
-    assert list(_direct(f).values()) == [False]
+def _scaled(x, s):
+    return np.sum(x) * s
+
+
+@pytest.mark.parametrize("s", [2.0, 3, True, np.float64(2.5), np.float32(1.5)])
+def test_scalar_leaves_are_direct_and_equal(s):
+    """A scalar leaf whose type is its parameter's (a Python float, int or bool for float64,
+    int64 or bool; a NumPy scalar of the dtype) goes to the compiled code unconverted."""
+    f = pb.jit(_scaled, backend="numba")
+    x = np.linspace(0.0, 1.0, 4)
+    first, second = f(x, s), f(x, s)
+    assert any(callable(d) for d in _direct(f).values())
+    want = pb.jit(_scaled, backend="interp")(x, s)
+    for got in (first, second, f(x, type(s)(s * 2))):
+        assert type(got) is type(want)
+    assert second == first == want
+    assert f(x, type(s)(s * 2)) == pb.jit(_scaled, backend="interp")(x, type(s)(s * 2))
+
+
+def test_scalar_leaves_that_need_converting_keep_the_general_path():
+    from pullback.backends.numba_backend import _as_is
+
+    f64, i64 = (np.dtype(np.float64), False), (np.dtype(np.int64), False)
+    assert _as_is(2.0, f64) and _as_is(2, i64) and _as_is(np.float64(2.0), f64)
+    assert not _as_is(2, f64) and not _as_is(2.0, i64) and not _as_is(True, i64)   # numba would type them otherwise
+    assert not _as_is(np.float32(2.0), f64) and not _as_is(np.ones(2), f64) and not _as_is(2.0, (f64[0], True))
+
+    class Num(float):
+        pass
+
+    assert not _as_is(Num(2.0), f64)
+    g = pb.jit(_scaled, backend="numba")
+    x = np.ones(3)
+    assert g(x, 2) == g(x, 2) == 6                  # direct for ints that fit
+    for _ in range(2):                              # beyond int64: no fast key, staging's error every time
+        with pytest.raises(PullbackError, match="does not fit in 64 bits"):
+            g(x, 2 ** 70)
 
 
 def test_a_check_failing_in_a_direct_call_is_the_located_error():

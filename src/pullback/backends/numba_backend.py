@@ -242,6 +242,29 @@ def _out_fn(dt):
     return lambda r: scalar(r)
 
 
+# the dtype of the parameter a Python scalar goes to as it is (numba converts it as `coerce` would)
+_PY_SCALAR = {float: np.dtype(np.float64), int: np.dtype(np.int64), bool: np.dtype(np.bool_)}
+
+
+def _as_is(a, dt) -> bool:
+    """Whether a direct call may hand leaf `a` to its parameter (`dt`: (dtype, is_array))
+    unconverted: a writeable, aligned ndarray of the parameter's dtype, a NumPy scalar of
+    it, or a Python float, int or bool for a parameter of float64, int64 or bool (an int's
+    key says it fits in 64 bits). numba's typing of `a` is then the type the code was
+    compiled for after `coerce`."""
+    if dt is None:
+        return False
+    t = type(a)
+    if t is np.ndarray:
+        return dt[1] and a.dtype == dt[0] and a.flags.writeable and a.flags.aligned
+    if dt[1]:
+        return False
+    if isinstance(a, np.generic):
+        return a.dtype == dt[0]
+    want = _PY_SCALAR.get(t)
+    return want is not None and want == dt[0]   # (`dtype == None` is True: NumPy reads None as float64)
+
+
 def _compiled_for(disp, values):
     """(callable, numba result type) of the code `disp` compiled for arguments typed as
     `values`: its overload's entry point, which converts the arguments by those types
@@ -510,17 +533,16 @@ def from_spec(spec: Spec):
         return [o(v) for o, v in zip(outs, r)]
 
     def direct(leaves):
-        """A caller for later calls whose leaves are arrays exactly like `leaves` (dtype,
-        rank, layout, writeable and aligned, as `api.jit`'s direct key says), made after a
-        call with `leaves` ran: the compiled function with its hidden arguments bound, the
-        check translation and the result conversion (the one result itself where there is
-        one, else the list), without the per-call coercion, layout key and compile check
-        (note [call-overhead]). False where calls need more: a leaf that is not such an
-        array of its parameter's dtype, a stack limit or byte meter computed per call, or
+        """A caller for later calls whose leaves are exactly like `leaves` (arrays: dtype,
+        rank, layout, writeable and aligned; scalars: type, as `api.jit`'s direct key says),
+        made after a call with `leaves` ran: the compiled function with its hidden arguments
+        bound, the check translation and the result conversion (the one result itself where
+        there is one, else the list), without the per-call coercion, layout key and compile
+        check (note [call-overhead]). False where calls need more: a leaf that its parameter
+        would convert (`_as_is`), a stack limit or byte meter computed per call, or
         parallel regions serialised."""
         if (serialise or consts.limit is not None or consts.metered or len(leaves) != nparams
-                or not all(type(a) is np.ndarray and dt is not None and dt[1] and a.dtype == dt[0]
-                           and a.flags.writeable and a.flags.aligned for a, dt in zip(leaves, np_types))):
+                or not all(_as_is(a, dt) for a, dt in zip(leaves, np_types))):
             return False
         fn, rtype = _compiled_for(disp, [*leaves, *consts.trailing()])
         if len(outs) == 1:
