@@ -212,8 +212,10 @@ class jit(_Boundary):
             self._direct[fast] = lambda *lv: unflatten(out_tree, [_to_output(call(*lv), dt)])
         else:
             self._direct[fast] = lambda *lv: unflatten(out_tree, [_to_output(o, d) for o, d in zip(call(*lv), dts)])
-        if not self.static_argnums and all(type(k) is tuple and len(k) == 3 for k in fast):
-            # arrays alone (`_leaf_key`'s triples): later such calls look their key up first
+        if not self.static_argnums and all(k is float or k is bool or type(k) is tuple and len(k) == 3
+                                           for k in fast):
+            # arrays (`_leaf_key`'s triples), floats and bools alone: later such calls look their
+            # key up first (`_Boundary.__call__`)
             for f in self._hot_for:
                 f._hot = self._direct
 

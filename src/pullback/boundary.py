@@ -14,8 +14,8 @@ Contract:
   ints, strings or tuples of them (keyed by a `StaticTokens`' stand-ins when
   given); or None; `_out_dtypes(prog)` and `_to_output(v, dt)`: a backend's
   results converted to the entry's declared result dtypes.
-- `_Boundary` (callables with `_call(args, kwargs)`; a call of arrays alone
-  first looks its key up in `_hot`, the direct callers, where a callable has
+- `_Boundary` (callables with `_call(args, kwargs)`; a call of arrays, floats
+  and bools alone first looks its key up in `_hot`, the direct callers, where a callable has
   set it: note [call-overhead]) and `_api` (functions):
   any exception leaving becomes `_boundary_error(e)`, the located
   `PullbackError` of `errors.user_error`, its traceback through pullback
@@ -48,6 +48,8 @@ def default_backend() -> str:
 
 _SIMPLE = (float, int, bool)
 _ND = np.ndarray
+# the scalars the hot lookup keys as `_leaf_key` does (by type; an int also needs its range checked)
+_HOT_SCALARS = {float: float, bool: bool}
 
 
 # NumPy's array flags that numba's argument type depends on: NPY_ARRAY_C_CONTIGUOUS,
@@ -280,8 +282,8 @@ def _tuple_arg(v, what, name):
 
 class _Boundary:
     """Public callables: turn anything leaving `_call` into a located PullbackError.
-    `_hot`: None, or a dict of direct callers keyed as `_fast_key` keys plain arrays
-    (note [call-overhead]), looked up first for calls of arrays alone."""
+    `_hot`: None, or a dict of direct callers keyed as `_fast_key` keys plain arrays,
+    floats and bools (note [call-overhead]), looked up first for calls of those alone."""
 
     _hot = None
 
@@ -289,20 +291,23 @@ class _Boundary:
         try:
             hot = self._hot
             if hot is not None and not kwargs:
-                # `_fast_key`'s key where every argument is a plain ndarray; with any other
-                # argument the key is None or has a None, as no key in `hot` has. Spelt out
-                # for one and two arguments: a comprehension's frame costs as much as the rest
+                # `_fast_key`'s key where every argument is a plain ndarray, a float or a bool;
+                # any other argument gives the key a None, which no key in `hot` has. Spelt
+                # out for one and two arguments: a comprehension's frame costs as much as the rest
                 n = len(args)
                 if n == 1:
                     a = args[0]
-                    key = ((a.dtype, a.shape, a.flags.num & _LAYOUT_FLAGS),) if type(a) is _ND else None
+                    key = ((a.dtype, a.shape, a.flags.num & _LAYOUT_FLAGS) if type(a) is _ND
+                           else _HOT_SCALARS.get(type(a)),)
                 elif n == 2:
                     a, b = args
-                    key = ((a.dtype, a.shape, a.flags.num & _LAYOUT_FLAGS),
-                           (b.dtype, b.shape, b.flags.num & _LAYOUT_FLAGS)) if type(a) is _ND and type(b) is _ND else None
+                    key = ((a.dtype, a.shape, a.flags.num & _LAYOUT_FLAGS) if type(a) is _ND
+                           else _HOT_SCALARS.get(type(a)),
+                           (b.dtype, b.shape, b.flags.num & _LAYOUT_FLAGS) if type(b) is _ND
+                           else _HOT_SCALARS.get(type(b)))
                 else:
                     key = tuple([(a.dtype, a.shape, a.flags.num & _LAYOUT_FLAGS) if type(a) is _ND
-                                 else None for a in args])
+                                 else _HOT_SCALARS.get(type(a)) for a in args])
                 direct = hot.get(key)
                 if direct:
                     return direct(*args)

@@ -221,3 +221,26 @@ def test_static_arguments_and_trees_never_look_up_first():
     f(x, 2), f(x, 2), g((x, x)), g((x, x))
     assert any(callable(d) for d in f._direct.values()) and any(callable(d) for d in g._direct.values())
     assert f._hot is None and g._hot is None
+
+
+def test_floats_and_bools_look_up_first_ints_and_numpy_scalars_do_not():
+    """The hot lookup keys a Python float or bool by its type, as `_fast_key` does; an int
+    needs its range checked and a NumPy scalar its dtype: those take `_call` (and its direct
+    caller)."""
+    f = pb.jit(_scaled, backend="numba")
+    x = np.linspace(0.0, 1.0, 5)
+    want = pb.jit(_scaled, backend="interp")
+    for s in (2.0, True, 3, np.float64(1.5)):
+        f(x, s)
+    seen = _spied(f)
+    for s in (2.5, False):
+        got = f(x, s)
+        assert got == want(x, s) and type(got) is type(want(x, s))
+    assert seen == []
+    for s in (4, np.float64(0.5)):
+        assert f(x, s) == want(x, s)
+    assert seen == [2, 2]
+    one = pb.jit(lambda s: s * s, backend="numba")   # GradBench's hello: one float
+    one(3.0)
+    seen1 = _spied(one)
+    assert one(1.5) == 2.25 and type(one(1.5)) is np.float64 and seen1 == []
