@@ -15,8 +15,8 @@ Contract:
   given); or None; `_out_dtypes(prog)` and `_to_output(v, dt)`: a backend's
   results converted to the entry's declared result dtypes.
 - `_Boundary` (callables with `_call(args, kwargs)`; a call of arrays, floats
-  and bools alone first looks its key up in `_hot`, the direct callers, where a callable has
-  set it: note [call-overhead]) and `_api` (functions):
+  and bools alone first looks its key up in `_hot`, the direct callers, where
+  a callable has set it: note [call-overhead]) and `_api` (functions):
   any exception leaving becomes `_boundary_error(e)`, the located
   `PullbackError` of `errors.user_error`, its traceback through pullback
   dropped unless ``$PULLBACK_DEBUG`` is set (then internal exceptions pass
