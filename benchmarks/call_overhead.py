@@ -1,8 +1,8 @@
 """Per-call overhead of a warm transformed function (a 3-element sum), in
 microseconds, on the numba and pysource backends: with two array arguments
 (`jit`, `grad`), and with a tuple of six arrays and a static tuple of 22 ints
-(`tree`: GradBench ht's model and parents), and with an array and a Python
-float (`scal`).
+(`tree`: GradBench ht's model and parents), with an array and a Python float
+(`scal`), and `value_and_grad` of two arrays (`vg`: a result tree).
 
     python benchmarks/call_overhead.py [SRC_DIR]
 
@@ -43,7 +43,8 @@ def main():
         cases = (("jit", pb.jit(f, backend=backend), (x, y)),
                  ("grad", pb.grad(f, backend=backend), (x, y)),
                  ("tree", pb.jit(g, backend=backend, static_argnums=(2,)), (x, model, parents)),
-                 ("scal", pb.jit(h, backend=backend), (x, 2.0)))
+                 ("scal", pb.jit(h, backend=backend), (x, 2.0)),
+                 ("vg", pb.value_and_grad(f, backend=backend), (x, y)))
         for name, fn, args in cases:
             fn(*args)
             best = float("inf")

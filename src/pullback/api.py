@@ -55,7 +55,7 @@ from .boundary import (  # noqa: F401 (BACKENDS, DEFAULT_BACKEND: re-exported)
     default_backend,
 )
 from .errors import PullbackError, debugging, short_repr
-from .pytree import flatten, unflatten
+from .pytree import builder, flatten, unflatten
 from .reports import MemoryReport, derivative_source, derived_prog, memory_report  # noqa: F401 (re-exported)
 
 
@@ -208,10 +208,11 @@ class jit(_Boundary):
             # or the NumPy scalar of it, which `_to_output` keeps as it is
             self._direct[fast] = call
         elif len(dts) == 1:   # one result in a tree (a gradient's 1-tuple): `call` gives the value
-            (dt,) = dts
-            self._direct[fast] = lambda *lv: unflatten(out_tree, [_to_output(call(*lv), dt)])
-        else:
-            self._direct[fast] = lambda *lv: unflatten(out_tree, [_to_output(o, d) for o, d in zip(call(*lv), dts)])
+            build = builder(out_tree)
+            self._direct[fast] = lambda *lv: build((call(*lv),))
+        else:   # `call` gives the results, each already what `_to_output` would make of it
+            build = builder(out_tree)
+            self._direct[fast] = lambda *lv: build(call(*lv))
         if not self.static_argnums and all(k is float or k is bool or type(k) is tuple and len(k) == 3
                                            for k in fast):
             # arrays (`_leaf_key`'s triples), floats and bools alone: later such calls look their

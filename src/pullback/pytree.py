@@ -1,7 +1,9 @@
 """Pytrees: nested tuples, lists and dicts (and None) of leaves.
 
 Contract: `flatten(x) -> (leaves, treedef)` and `unflatten(treedef, leaves)`
-are inverse. Dict keys are sorted, as in JAX (keys that cannot be ordered
+are inverse; `builder(treedef)` is `lambda leaves: unflatten(treedef, leaves)`
+made once for a tree that is built again and again (a flat tuple of leaves
+needs no walk). Dict keys are sorted, as in JAX (keys that cannot be ordered
 among themselves raise a `PullbackError`, as does a container that contains
 itself). A treedef is hashable, so it can key the staging cache.
 """
@@ -111,6 +113,15 @@ def _build(t: TreeDef, it) -> Any:
     if t.kind == "list":
         return kids
     return dict(zip(t.keys, kids))
+
+
+def builder(tree: TreeDef):
+    """`lambda leaves: unflatten(tree, leaves)` (`leaves` a sequence), without the walk
+    where `tree` is a tuple of leaves (a warm call's result conversion, note
+    [call-overhead])."""
+    if tree.kind == "tuple" and all(c.kind == "leaf" for c in tree.children):
+        return tuple
+    return lambda leaves: _build(tree, iter(leaves))
 
 
 def tree_map(fn, x, *rest):

@@ -244,3 +244,30 @@ def test_floats_and_bools_look_up_first_ints_and_numpy_scalars_do_not():
     one(3.0)
     seen1 = _spied(one)
     assert one(1.5) == 2.25 and type(one(1.5)) is np.float64 and seen1 == []
+
+
+def _many(x, idx):
+    return {"f32": x.astype(np.float32) * np.float32(2.0), "pair": (np.sum(idx), np.sum(x) > 0.5),
+            "arr": x * 2.0}
+
+
+@pytest.mark.parametrize("make, second", [
+    (lambda: pb.jit(_many, backend="numba"), np.array([3, 1])),
+    (lambda: pb.value_and_grad(weighted, backend="numba"), np.linspace(1.0, 2.0, 5)),
+    (lambda: pb.grad(weighted, argnums=(0, 1), backend="numba"), np.linspace(1.0, 2.0, 5))])
+def test_direct_result_trees_have_the_general_paths_types(make, second):
+    """Several results go through `_direct_outs` (each converted only where numba's type is
+    not already the output's) and `pytree.builder`: the same tree, values and types as the
+    general path's."""
+    from pullback.pytree import flatten
+
+    f = make()
+    x = np.linspace(0.0, 1.0, 5)
+    first, again = f(x, second), f(x, second)   # the general path, then the direct one
+    assert any(callable(d) for d in _direct(f).values())
+    la, ta = flatten(first)
+    lb, tb = flatten(again)
+    assert ta == tb and len(la) > 1
+    for p, q in zip(la, lb):
+        assert type(p) is type(q) and np.asarray(p).dtype == np.asarray(q).dtype
+        np.testing.assert_array_equal(p, q)

@@ -294,6 +294,21 @@ def _direct_out(dt, rtype):
     return _out_fn(dt)
 
 
+def _direct_outs(convs):
+    """The conversion of a direct call's results (a tuple) by `convs` (`_direct_out`'s, None
+    where a result is already its output): None where none converts, two results spelt out."""
+    if all(c is None for c in convs):
+        return None
+    if len(convs) == 2:
+        c0, c1 = convs
+        if c1 is None:
+            return lambda r: (c0(r[0]), r[1])
+        if c0 is None:
+            return lambda r: (r[0], c1(r[1]))
+        return lambda r: (c0(r[0]), c1(r[1]))
+    return lambda r: tuple([v if c is None else c(v) for c, v in zip(convs, r)])
+
+
 @dataclass
 class Spec:
     """Everything a compiled entry needs besides the program: the warm cache
@@ -547,7 +562,9 @@ def from_spec(spec: Spec):
         fn, rtype = _compiled_for(disp, [*leaves, *consts.trailing()])
         if len(outs) == 1:
             return consts.bound(fn, _direct_out(spec.rets[0], rtype))
-        return consts.bound(fn, lambda r: [o(v) for o, v in zip(outs, r)])
+        if rtype is None:
+            return consts.bound(fn, lambda r: [o(v) for o, v in zip(outs, r)])
+        return consts.bound(fn, _direct_outs([_direct_out(d, t) for d, t in zip(spec.rets, rtype.types)]))
 
     def precompile(param_types):
         """Compile (or load) now for C-contiguous arguments of these numba types."""
