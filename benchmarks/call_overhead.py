@@ -2,7 +2,8 @@
 microseconds, on the numba and pysource backends: with two array arguments
 (`jit`, `grad`), and with a tuple of six arrays and a static tuple of 22 ints
 (`tree`: GradBench ht's model and parents), with an array and a Python float
-(`scal`), and `value_and_grad` of two arrays (`vg`: a result tree).
+(`scal`), `value_and_grad` of two arrays (`vg`: a result tree), and `grad` with
+respect to a dict of two arrays (`dict`).
 
     python benchmarks/call_overhead.py [SRC_DIR]
 
@@ -36,6 +37,10 @@ def h(x, s):
     return np.sum(x) * s
 
 
+def k(p, x):
+    return np.sum(x * p["w"] + p["b"])
+
+
 def main():
     x, y = np.ones(3), np.ones(3)
     model, parents = tuple(np.ones(3) for _ in range(6)), (-1,) + tuple(range(21))
@@ -44,7 +49,8 @@ def main():
                  ("grad", pb.grad(f, backend=backend), (x, y)),
                  ("tree", pb.jit(g, backend=backend, static_argnums=(2,)), (x, model, parents)),
                  ("scal", pb.jit(h, backend=backend), (x, 2.0)),
-                 ("vg", pb.value_and_grad(f, backend=backend), (x, y)))
+                 ("vg", pb.value_and_grad(f, backend=backend), (x, y)),
+                 ("dict", pb.grad(k, backend=backend), ({"w": x, "b": y}, x)))
         for name, fn, args in cases:
             fn(*args)
             best = float("inf")

@@ -144,3 +144,37 @@ def test_static_tokens_from_many_threads_are_one_per_value():
     for out in got[1:]:
         assert all(p is q for p, q in zip(out, got[0]))
     assert len({id(t) for t in got[0]}) == len(values)
+
+
+def test_dicts_of_arrays_take_the_fast_key_in_flatten_order():
+    from pullback.pytree import flatten
+
+    x, w, b = np.ones(3), np.arange(3.0), np.ones(1)
+    key, leaves = _fast_key(({"w": w, "b": b}, x))
+    assert leaves == flatten(({"w": w, "b": b}, x))[0]                  # sorted keys: b, then w
+    assert _fast_key(({"b": b, "w": w}, x))[0] == key                     # insertion order is no part of it
+    assert _fast_key(({"w": w, "c": b}, x))[0] != key                     # other names
+    assert _fast_key(({"w": w, "b": b.astype(np.float32)}, x))[0] != key
+    assert _fast_key(({"w": w, "b": (b,)}, x)) is None                    # nested: the general key
+    assert _fast_key(({1: w, 2: b}, x)) is None                           # keys that are not strings
+
+
+@pytest.mark.parametrize("backend", ["interp", "numba"])
+def test_dict_arguments_warm_calls_skip_the_signature_key(backend, monkeypatch):
+    def loss(p, x):
+        return np.sum((x @ p["w"] + p["b"]) ** 2)
+
+    x, w, b = np.linspace(0.0, 1.0, 12).reshape(4, 3), np.arange(3.0), np.ones(1)
+    g = pb.grad(loss, backend=backend)
+    g({"w": w, "b": b}, x)
+    calls = [{"b": b, "w": w}, {"w": w + 1.0, "b": b}]
+    want = [pb.grad(loss, backend="interp")(p, x) for p in calls]
+
+    def no(*a, **k):
+        raise AssertionError("the general signature key was computed on a warm call")
+    monkeypatch.setattr(frontend, "signature_key", no)
+    for p, ref in zip(calls, want):
+        got = g(p, x)
+        assert type(got) is dict and sorted(got) == ["b", "w"]
+        for name in ("b", "w"):
+            np.testing.assert_allclose(got[name], ref[name], rtol=1e-14)

@@ -10,9 +10,9 @@ Contract:
 - `default_backend()`: ``$PULLBACK_BACKEND`` or `DEFAULT_BACKEND`, one of
   `BACKENDS`.
 - `_fast_key(args, static, statics=None)`: a cheap signature key and the leaves
-  for calls with arrays and numbers, flat tuples or lists of them, and static
-  ints, strings or tuples of them (keyed by a `StaticTokens`' stand-ins when
-  given); or None; `_out_dtypes(prog)` and `_to_output(v, dt)`: a backend's
+  for calls with arrays and numbers, flat tuples, lists or string-keyed dicts
+  of them, and static ints, strings or tuples of them (keyed by a
+  `StaticTokens`' stand-ins when given); or None; `_out_dtypes(prog)` and `_to_output(v, dt)`: a backend's
   results converted to the entry's declared result dtypes.
 - `_Boundary` (callables with `_call(args, kwargs)`; a call of arrays, floats
   and bools alone first looks its key up in `_hot`, the direct callers, where
@@ -129,7 +129,8 @@ def _leaves_key(seq):
 
 def _fast_key(args, static=(), statics=None):
     """(key, leaves) for a call whose arguments are arrays, numbers, tuples or
-    lists of arrays and numbers (one level), and static arguments (positions
+    lists of arrays and numbers, or dicts of them with string keys (one level),
+    and static arguments (positions
     `static`) that `_static_key` takes (keyed by `statics`' tokens when given);
     None otherwise, and the general signature key is used. `leaves`: the
     non-static arguments flattened as `pytree.flatten` does. uint64 values and
@@ -147,6 +148,15 @@ def _fast_key(args, static=(), statics=None):
             if None in k[1]:
                 return None
             leaves.extend(a)
+        elif type(a) is dict:   # string keys: `pytree.flatten`'s order is the sorted keys
+            names = sorted(a) if all(type(n) is str for n in a) else None
+            if names is None:
+                return None
+            vals = [a[n] for n in names]
+            k = (dict, tuple(names), _leaves_key(vals))
+            if None in k[2]:
+                return None
+            leaves.extend(vals)
         else:
             k = _leaf_key(a)
             leaves.append(a)
