@@ -59,6 +59,27 @@ def lambda_free_square(x):
     return x * x
 
 
+@pytest.mark.parametrize("backend", ["interp", "numba"])
+def test_a_vjp_fn_called_in_staged_code_stages_the_vjp(backend):
+    """The pullback `pb.vjp` returns, called inside a jitted or differentiated function,
+    is staged with the primals as constants (it once ran into the boundary's own try/except)."""
+    x = np.array([0.5, -1.0, 2.0])
+    _, back = pb.vjp(lambda_free_square, x, backend=backend)
+    ct = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(pb.jit(lambda t: back(t)[0] * 3.0, backend=backend)(ct), 6.0 * x * ct)
+    np.testing.assert_allclose(pb.grad(lambda t: np.sum(back(t)[0]), backend=backend)(ct), 2 * x)
+
+
+def test_a_vjp_fn_takes_one_cotangent():
+    _, back = pb.vjp(lambda_free_square, np.ones(3))
+    with pytest.raises(PullbackError, match="one cotangent") as e:
+        back(np.ones(3), np.ones(3))
+    assert "test_api.py" in str(e.value)
+    with pytest.raises(PullbackError, match="one cotangent") as e:
+        pb.jit(lambda t: back(t, t)[0])(np.ones(3))
+    assert "test_api.py" in str(e.value)
+
+
 def test_while_loop_with_data_dependent_trip_count():
     for a in (2.0, 10.0, 0.3):
         assert np.isclose(pb.grad(newton_sqrt)(a), 0.5 / np.sqrt(a), rtol=1e-8)

@@ -458,17 +458,38 @@ class _VjpOp:
             if debugging() and not isinstance(e, PullbackError):
                 raise
             raise _boundary_error(e) from None
-
-        @_api
-        def vjp_fn(ct):
-            return t._call((tuple(primals), ct), {})
-
-        return out, vjp_fn
+        return out, _VjpFn(t, tuple(primals))
 
     def __pullback_stage__(self, ctx, args, kwargs):
         fun, *primals = args
         cp = checkpointing.parse(kwargs.get("checkpoint"), "vjp")
         return transforms.vjp(ctx, fun, primals, cp)
+
+
+class _VjpFn(_Boundary):
+    """The pullback `pb.vjp` returns: `vjp_fn(ct)` gives one cotangent per primal. Called in
+    code that pullback stages, it stages the vjp with the primals as constants (note
+    [call-overhead], "Session 28": an object, where a decorated closure per call cost 1 µs
+    and, staged, ran into the boundary's own try/except)."""
+
+    def __init__(self, t, primals):
+        self._t = t
+        self._primals = primals
+        self.__name__ = "vjp_fn"
+
+    @staticmethod
+    def _one(args, kwargs, loc=None):
+        if kwargs or len(args) != 1:
+            raise PullbackError(f"vjp_fn takes one cotangent, got {len(args)} argument(s)"
+                                + (f" and keywords {sorted(kwargs)}" if kwargs else ""), loc=loc,
+                                hint="call vjp_fn(ct) with one value shaped like the function's output")
+        return args[0]
+
+    def _call(self, args, kwargs):
+        return self._t._call((self._primals, self._one(args, kwargs)), {})
+
+    def __pullback_stage__(self, ctx, args, kwargs):
+        return self._t.__pullback_stage__(ctx, (self._primals, self._one(args, kwargs, ctx.loc)), {})
 
 
 def _apply_vjp(ctx, fun, primals, ct, cp=None):
