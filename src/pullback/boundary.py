@@ -12,8 +12,9 @@ Contract:
 - `_fast_key(args, static, statics=None)`: a cheap signature key and the leaves
   for calls with arrays and numbers, flat tuples, lists or string-keyed dicts
   of them, and static ints, strings or tuples of them (keyed by a
-  `StaticTokens`' stand-ins when given); or None; `_out_dtypes(prog)` and `_to_output(v, dt)`: a backend's
-  results converted to the entry's declared result dtypes.
+  `StaticTokens`' stand-ins when given); or None.
+- `_out_dtypes(prog)` and `_to_output(v, dt)`: a backend's results converted
+  to the entry's declared result dtypes.
 - `_Boundary` (callables with `_call(args, kwargs)`; a call of arrays, floats
   and bools alone first looks its key up in `_hot`, the direct callers, where
   a callable has set it: note [call-overhead]) and `_api` (functions):
@@ -21,7 +22,9 @@ Contract:
   `PullbackError` of `errors.user_error`, its traceback through pullback
   dropped unless ``$PULLBACK_DEBUG`` is set (then internal exceptions pass
   unchanged).
-- Stateless: safe from any thread.
+- No module state; a `StaticTokens` (one per jit) and a `_hot` dict are
+  per-callable state that threads share safely (dict reads, `setdefault`).
+  Safe from any thread.
 """
 from __future__ import annotations
 
