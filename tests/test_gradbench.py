@@ -334,3 +334,20 @@ def test_backend_flag(backend):
     rep = json.loads(proc.stdout.splitlines()[1])
     assert rep["success"] is True
     close(rep["output"], [3.0, -0.5, -1.0, 2.0])
+
+
+def test_warmup_calls_twice_then_times_the_evaluations(monkeypatch):
+    """The warmup is the first call (staging and compiling) and the second (the warm path's
+    set-up, note [call-overhead]), timed together; then `min_runs` evaluations are timed."""
+    monkeypatch.setenv("PULLBACK_TIERED", "0")
+    from pullback.gradbench.protocol import Session
+
+    calls = []
+
+    def fn(x):
+        calls.append(x)
+        return x
+
+    out, timings = Session()._run(fn, (1.0,), 3, 0.0)
+    assert out == 1.0 and len(calls) == 5
+    assert [t["name"] for t in timings] == ["warmup", "evaluate", "evaluate", "evaluate"]

@@ -9,10 +9,12 @@ line on stdout (flushed), each echoing the message's "id".
 
 Evaluation checks the input against the module's schema and converts it to
 NumPy once (`modules/<name>.py`, `prepare`, untimed; see `schema.py`), calls the
-function once so that pullback stages and compiles it for the input's shapes
-(reported as a separate "warmup" timing: a cold compile, or a load from the
-disk cache; for a large module, the first result computed by pysource while
-numba compiles in the background, whose remaining time is reported as
+function twice so that pullback stages and compiles it for the input's shapes
+and the second call sets up the warm path (reported together as a separate
+"warmup" timing: a cold compile, or a load from the disk cache, note
+[call-overhead]; for a large module, the first result computed by pysource
+while numba compiles in the background, whose remaining time and the first two
+calls of numba's code, which load it and set up the warm path, are reported as
 "compile", note [tiered-compile]), then times `min_runs` or more "evaluate" calls, until
 `min_seconds` have passed (at most `Limits.max_runs` calls).
 
@@ -240,14 +242,19 @@ class Session:
         return {"id": mid, "success": True, "output": output, "timings": timings}
 
     def _run(self, fn, args, min_runs, min_seconds):
-        t0 = time.perf_counter_ns()
-        fn(*args)  # stages and compiles for these shapes: reported apart, as "warmup"
-        timings = [{"name": "warmup", "nanoseconds": time.perf_counter_ns() - t0}]
         from ..backends.numba_tiered import pending, wait_for_compiles
 
-        if pending():  # the warmup ran pysource while numba compiles (note [tiered-compile]): wait, report apart
+        t0 = time.perf_counter_ns()
+        fn(*args)  # stages and compiles for these shapes: reported apart, as "warmup"
+        tiered = pending()
+        if not tiered:   # the second call makes the direct caller and first runs its code: warmup too
+            fn(*args)
+        timings = [{"name": "warmup", "nanoseconds": time.perf_counter_ns() - t0}]
+        if tiered:  # the warmup ran pysource while numba compiles (note [tiered-compile]): wait, report apart
             t0 = time.perf_counter_ns()
             wait_for_compiles()
+            fn(*args)   # the first call of numba's code loads it into this process: part of the compile
+            fn(*args)   # ... and the second makes its direct caller
             timings.append({"name": "compile", "nanoseconds": time.perf_counter_ns() - t0})
         total = runs = 0
         out = None
