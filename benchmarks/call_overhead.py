@@ -3,7 +3,8 @@ microseconds, on the numba and pysource backends: with two array arguments
 (`jit`, `grad`), and with a tuple of six arrays and a static tuple of 22 ints
 (`tree`: GradBench ht's model and parents), with an array and a Python float
 (`scal`), `value_and_grad` of two arrays (`vg`: a result tree), and `grad` with
-respect to a dict of two arrays (`dict`).
+respect to a dict of two arrays (`dict`); and top-level `pb.jvp` and `pb.vjp` with its
+pullback called once (`jvp`, `vjp`).
 
     python benchmarks/call_overhead.py [SRC_DIR]
 
@@ -41,6 +42,10 @@ def k(p, x):
     return np.sum(x * p["w"] + p["b"])
 
 
+def sine(x):
+    return np.sin(x)
+
+
 def main():
     x, y = np.ones(3), np.ones(3)
     model, parents = tuple(np.ones(3) for _ in range(6)), (-1,) + tuple(range(21))
@@ -50,7 +55,9 @@ def main():
                  ("tree", pb.jit(g, backend=backend, static_argnums=(2,)), (x, model, parents)),
                  ("scal", pb.jit(h, backend=backend), (x, 2.0)),
                  ("vg", pb.value_and_grad(f, backend=backend), (x, y)),
-                 ("dict", pb.grad(k, backend=backend), ({"w": x, "b": y}, x)))
+                 ("dict", pb.grad(k, backend=backend), ({"w": x, "b": y}, x)),
+                 ("jvp", lambda a, t: pb.jvp(sine, (a,), (t,), backend=backend), (x, y)),
+                 ("vjp", lambda a, t: pb.vjp(sine, a, backend=backend)[1](t), (x, y)))
         for name, fn, args in cases:
             fn(*args)
             best = float("inf")

@@ -102,7 +102,7 @@ def test_scalar_leaves_that_need_converting_keep_the_general_path():
     assert not _as_is(np.float32(2.0), f64) and not _as_is(np.ones(2), f64) and not _as_is(2.0, (f64[0], True))
 
     class Num(float):
-        pass
+        """A float subclass: numba would not type it as the float the code was compiled for."""
 
     assert not _as_is(Num(2.0), f64)
     g = pb.jit(_scaled, backend="numba")
