@@ -4,7 +4,7 @@ microseconds, on the numba and pysource backends: with two array arguments
 (`tree`: GradBench ht's model and parents), with an array and a Python float
 (`scal`), `value_and_grad` of two arrays (`vg`: a result tree), and `grad` with
 respect to a dict of two arrays (`dict`); and top-level `pb.jvp` and `pb.vjp` with its
-pullback called once (`jvp`, `vjp`).
+pullback called once (`jvp`, `vjp`), and `pb.jvp` of the ufunc `np.sin` itself (`ufjvp`).
 
     python benchmarks/call_overhead.py [SRC_DIR]
 
@@ -57,7 +57,8 @@ def main():
                  ("vg", pb.value_and_grad(f, backend=backend), (x, y)),
                  ("dict", pb.grad(k, backend=backend), ({"w": x, "b": y}, x)),
                  ("jvp", lambda a, t: pb.jvp(sine, (a,), (t,), backend=backend), (x, y)),
-                 ("vjp", lambda a, t: pb.vjp(sine, a, backend=backend)[1](t), (x, y)))
+                 ("vjp", lambda a, t: pb.vjp(sine, a, backend=backend)[1](t), (x, y)),
+                 ("ufjvp", lambda a, t: pb.jvp(np.sin, (a,), (t,), backend=backend), (x, y)))
         for name, fn, args in cases:
             fn(*args)
             best = float("inf")

@@ -252,3 +252,17 @@ def test_pullback_backend_variable_selects_and_is_checked(monkeypatch):
     monkeypatch.setenv("PULLBACK_BACKEND", "fortran")
     with pytest.raises(PullbackError, match="PULLBACK_BACKEND='fortran' is not a backend"):
         pb.jit(lambda x: x * 2.0)
+
+
+def test_ufuncs_are_transformed_once():
+    """A NumPy ufunc has no `__dict__` for `_cached`: its transformations are kept apart, so a
+    top-level `pb.jvp(np.cos, ...)` in a loop stages once (it staged on every call)."""
+    from pullback import api
+
+    x = np.array([0.1, 0.7, 2.0])
+    assert pb.grad(np.sin) is pb.grad(np.sin)
+    for _ in range(3):
+        out, tan = pb.jvp(np.cos, (x,), (np.ones(3),))
+        np.testing.assert_allclose(tan, -np.sin(x))
+    (jvp_t,) = [t for k, t in api._UFUNC_TRANSFORMS[np.cos]["__pullback_transforms__"].items() if k[0] == "jvp"]
+    assert len(jvp_t._jit._cache) == 1
