@@ -27,7 +27,11 @@ run only.
 and the per-call median at each size, with shape-generic modules
 (note [shape-generic]) on and off (``PULLBACK_SHAPE_GENERIC=0``).
 ``--speed``: the specialised and the shape-generic module of one program at the
-last size, timed interleaved in one process (their results must be equal).
+last size, timed interleaved in one process (their results must be equal). A
+case ``PROGRAM:SIZE[/KEY=VALUE,...]`` is a benchmark program's primal and
+derivative at that size, the skeleton's first module compiled at the per-shape
+probe's input (``BUMP``) or at SIZE with the given parameters changed
+(``python benchmarks/warm_start.py --speed lse:gb-n1280000/n=1000000,ode:gb-n10000-s100``).
 """
 from __future__ import annotations
 
@@ -157,50 +161,127 @@ print("J", json.dumps(out))
 
 _SPEED_DRIVER = """
 import os, time, statistics
+import numpy as np
 from pullback.backends import numba_backend as nb
 from pullback.pytree import flatten
-fn(*args(SIZES[0]))                      # the first module of the skeleton (specialised)
-a = args(SIZES[-1])
-prog = (fn._jit if hasattr(fn, "_jit") else fn).staged(*a).prog
-os.environ["PULLBACK_SHAPE_GENERIC"] = "0"
-spec = nb.compile_prog(prog)
-os.environ["PULLBACK_SHAPE_GENERIC"] = "1"
-gen = nb.compile_prog(prog)
-assert gen.spec.shape_args, "no generic module"
-leaves, _ = flatten(a)
+
+def speed(label, fn, first, last):
+    fn(*first)                           # the first module of the skeleton (specialised)
+    prog = (fn._jit if hasattr(fn, "_jit") else fn).staged(*last).prog
+    os.environ["PULLBACK_SHAPE_GENERIC"] = "0"
+    spec = nb.compile_prog(prog)
+    os.environ["PULLBACK_SHAPE_GENERIC"] = "1"
+    gen = nb.compile_prog(prog)
+    if not gen.spec.shape_args:
+        print("S", label, "-", "-", 0)
+        return
+    leaves, _ = flatten(last)
+    assert all(np.array_equal(x, y) for x, y in zip(spec(*leaves), gen(*leaves))), label
+    ts, tg = [], []
+    reps = 10
+    for r in range(21):
+        for f, acc in ((spec, ts), (gen, tg)):
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                f(*leaves)
+            acc.append((time.perf_counter() - t0) / reps)
+    print("S", label, statistics.median(ts), statistics.median(tg), len(gen.spec.shape_args), flush=True)
+"""
+
+_SPEED_CASE = """
+speed(NAME, fn, args(SIZES[0]), args(SIZES[-1]))
+"""
+
+# a benchmark program (benchmarks/programs/) at SIZE, called as run.py calls it: the first
+# module of each skeleton compiled at the program's per-shape probe input (BUMP), then the
+# program's callables made twice at SIZE, with shape-generic modules off and on
+_SPEED_PROGRAM = """
+import glob, importlib, os, sys, time, statistics
 import numpy as np
-assert all(np.array_equal(x, y) for x, y in zip(spec(*leaves), gen(*leaves)))
-ts, tg = [], []
-for r in range(21):
-    for f, acc in ((spec, ts), (gen, tg)):
-        t0 = time.perf_counter()
-        for _ in range(10):
-            f(*leaves)
-        acc.append((time.perf_counter() - t0) / 10)
-print("S", statistics.median(ts), statistics.median(tg), len(gen.spec.shape_args))
+sys.path.insert(0, BENCH)
+import programs
+def made(first):
+    # new module objects each time: pullback keeps its transformations (and their compiled
+    # code) on the functions, and numba_backend memoizes programs: both are dropped, so the
+    # callables compile again under the current setting
+    from pullback.backends import numba_backend
+    numba_backend._MEMO.clear()
+    for name in sorted(m for m in sys.modules if m.startswith("pullback.gradbench.modules.")):
+        importlib.reload(sys.modules[name])
+    mod = importlib.reload(importlib.import_module("programs." + PROGRAM))
+    if first and FIRST:   # KEY=VALUE,...: SIZE's parameters with these changed
+        p = dict(programs.params(mod, SIZE), **{k: int(v) for k, v in (kv.split("=") for kv in FIRST.split(","))})
+    else:
+        p = programs.params(mod, SIZE, bump=first)
+    return mod.tool_pullback(mod.make_input(p, np.random.default_rng(0)), "numba")
+def timeit(f):
+    t0 = time.perf_counter(); f(*a1); return time.perf_counter() - t0
+def generic_modules():
+    return sum("_pbs)" in open(f).read() for f in glob.glob(os.path.join(os.environ["PULLBACK_CACHE_DIR"], "numba", "*.py")))
+f0, d0, a0 = made(True)
+f0(*a0); d0(*a0)
+os.environ["PULLBACK_SHAPE_GENERIC"] = "0"
+fs, ds, a1 = made(False)
+rs = fs(*a1), ds(*a1)
+n0 = generic_modules()
+os.environ["PULLBACK_SHAPE_GENERIC"] = "1"
+fg, dg, _ = made(False)
+rg = fg(*a1), dg(*a1)
+k = generic_modules() - n0
+def same(x, y):
+    if isinstance(x, (tuple, list)):
+        return len(x) == len(y) and all(same(u, v) for u, v in zip(x, y))
+    return np.array_equal(np.asarray(x), np.asarray(y))
+for what, spec, gen, i in (("primal", fs, fg, 0), ("deriv", ds, dg, 1)):
+    assert same(rs[i], rg[i]), what
+    ts, tg = [], []
+    reps = max(1, min(100, int(0.02 / max(1e-7, min(timeit(spec), timeit(gen))))))
+    for r in range(21):
+        for f, acc in ((spec, ts), (gen, tg)):
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                f(*a1)
+            acc.append((time.perf_counter() - t0) / reps)
+    print("S", NAME, what, statistics.median(ts), statistics.median(tg), k, flush=True)
 """
 
 
 def _speed(names, cache_root):
     """Per-call time of the specialised and the shape-generic module of one
-    program at the last size, interleaved in one process (results equal)."""
+    program at the last size, interleaved in one process (results equal). A name
+    PROGRAM:SIZE is a benchmark program's primal and derivative at SIZE, after
+    a first compile at its per-shape probe's input (`BUMP`)."""
     print("\nspeed: specialised vs shape-generic module at the last size, one process, interleaved "
           "(21 rounds of 10 calls; medians)")
     for name in names:
-        body, sizes = _SHAPES[name]
-        code = _child_code(body + f"SIZES = {list(sizes)!r}\n" + _SPEED_DRIVER)
+        if ":" in name:
+            prog, size = name.split(":", 1)
+            size, _, first = size.partition("/")
+            body = (f"BENCH = {HERE!r}\nPROGRAM = {prog!r}\nSIZE = {size!r}\nFIRST = {first!r}\nNAME = {name!r}\n"
+                    + _SPEED_PROGRAM)
+        else:
+            shape_body, sizes = _SHAPES[name]
+            body = shape_body + f"SIZES = {list(sizes)!r}\nNAME = {name!r}\n" + _SPEED_DRIVER + _SPEED_CASE
         cache = tempfile.mkdtemp(prefix="pullback-speed-bench-", dir=cache_root)
         path = os.path.join(cache, "driver.py")
         with open(path, "w") as fh:
-            fh.write(code)
+            fh.write(_child_code(body))
         pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
         p = subprocess.run([*pin, sys.executable, path], env=_env(cache, False), cwd=cache, capture_output=True,
                            text=True, timeout=3600)
         if p.returncode != 0:
             raise RuntimeError(p.stderr[-2000:])
-        ts, tg, k = [ln for ln in p.stdout.splitlines() if ln.startswith("S ")][-1].split()[1:]
-        print(f"{name:12s} n={sizes[-1]}: specialised {float(ts) * 1e3:8.3f} ms   generic {float(tg) * 1e3:8.3f} ms"
-              f"   ratio {float(tg) / float(ts):.3f}   ({k} literals are arguments)", flush=True)
+        for ln in p.stdout.splitlines():
+            if not ln.startswith("S "):
+                continue
+            *label, ts, tg, k = ln[2:].split()
+            label = " ".join(label)
+            if ts == "-":
+                print(f"{label:28s} no generic module (compiled specialised)", flush=True)
+                continue
+            what = "generic modules made" if ":" in name else "literals are arguments"
+            print(f"{label:28s} specialised {float(ts) * 1e3:9.4f} ms   generic {float(tg) * 1e3:9.4f} ms"
+                  f"   ratio {float(tg) / float(ts):.3f}   ({k} {what})", flush=True)
         shutil.rmtree(cache, ignore_errors=True)
 
 

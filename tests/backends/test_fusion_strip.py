@@ -67,3 +67,29 @@ def test_stored_full_sum_uses_lanes():
     fn = nb.compile_prog(pb.jit(moments).staged(x).prog, parallel=False)
     assert "_acc = " not in fn.source and "[:] = 0" in fn.source, fn.source
     np.testing.assert_allclose(fn(x)[0], moments(x), rtol=1e-13)
+
+
+def test_strip_blocks_are_counted_in_a_shape_generic_module(tmp_path, monkeypatch):
+    """The strip loop counts its blocks from 0 (`for ibk in range(count)`), never
+    steps to a bound (`range(0, nb, 256)`): once a second size makes that bound a
+    run-time value (note [shape-generic]), a stepped range kept numba's
+    negative-index wraparound in the block loop, and lse's gradient ran 3.9x slower
+    than the specialised module (`benchmarks/warm_start.py --speed`)."""
+    import re
+
+    from pullback.backends import numba_generic
+
+    monkeypatch.setenv("PULLBACK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("PULLBACK_SHAPE_GENERIC", raising=False)
+    monkeypatch.setattr(numba_generic, "_REG", {})
+    monkeypatch.setattr(numba_generic, "_GENERIC", {})
+    srcs = []
+    for n in (20000 + 3, 50000 + 7):
+        x = np.random.default_rng(0).standard_normal(n)
+        srcs.append(nb.emit_prog(nb.lower(pb.grad(lse)._jit.staged(x).prog, False, fname=None), parallel=False))
+    assert numba_generic.plan(srcs[0]) is None
+    gsrc, args = numba_generic.plan(srcs[1])
+    blocks = re.findall(r"for (ibk\w*) in range\((_pbs\[\d+\])\):", gsrc)
+    assert len(blocks) >= 2, gsrc                    # the exp-sum and the count of maxima
+    assert not re.search(r"range\(\s*\w+,\s*_pbs\[\d+\],", gsrc), gsrc
+    assert 50000 // numba_fusion._STRIP in args

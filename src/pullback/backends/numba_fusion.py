@@ -414,7 +414,13 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
             fe.lines.insert(first_header, fe.lines.pop())
             fe.line_locs.insert(first_header, fe.line_locs.pop())
         assert header.strip().startswith(f"for {idx[-1]} in range("), header
-        fe.line(inner - 1, f"for {ib} in range(0, {nb}, {_STRIP}):")
+        # the blocks are counted from 0, not stepped through with range(0, nb, _STRIP):
+        # with nb a run-time value (a shape-generic module, note [shape-generic]) the
+        # stepped range hid from LLVM that the index is never negative, and numba's
+        # negative-index wraparound stayed in the loop (lse's gradient 3.9x slower)
+        ibk = fe.fresh("ibk")
+        fe.line(inner - 1, f"for {ibk} in range({nb // _STRIP}):")
+        fe.line(inner, f"{ib} = {ibk} * {_STRIP}")
         fe.line(inner, f"for {ij} in range({_STRIP}):")
         fe.line(inner + 1, f"{idx[-1]} = {ib} + {ij}")
         _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner + 1, dict(scalars),
