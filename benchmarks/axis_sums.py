@@ -5,6 +5,7 @@ speed.
 
     python benchmarks/axis_sums.py [--shapes 1000x64,64x1000] [--rounds 5]
     python benchmarks/axis_sums.py --before OLD/src [--runs 3]    # first calls, two checkouts
+    python benchmarks/axis_sums.py --whole [--rounds 5]           # sums of every axis (note [pairwise-sums])
 
 Single-threaded, pinned to one core. Speed: for each shape and axis, the
 function of the module pullback emits for `lambda x: np.sum(x, axis=k)`
@@ -12,6 +13,13 @@ function of the module pullback emits for `lambda x: np.sum(x, axis=k)`
 axis=k))`, both called from Python, best of `--rounds` batches, in
 microseconds per call; the ratio is pullback / numba (below 1: the loop is
 faster). The two results are checked to agree to rounding.
+
+`--whole`: the sum of every axis, `pb.jit(lambda x: np.sum(x))` on the numba
+backend (NumPy's pairwise order, note [pairwise-sums]) against NumPy's
+`np.sum` and numba's `np.sum` (one element at a time: what pullback printed
+before session 29), all called from Python, best of `--rounds` batches, for a
+vector, a strided vector, and C, F and non-contiguous matrices; `same bits`
+says whether pullback's value is np.sum's bit for bit.
 
 Compile time (`--before`): a new process per run, with an empty pullback cache,
 times the CPU seconds of the first call of `pb.jit(f, backend="numba")` and of
@@ -109,14 +117,46 @@ def speeds(shapes: str, rounds: int) -> None:
             print(f"| {shape} | {axis} | {t[0]:.2f} | {t[1]:.2f} | {t[0] / t[1]:.2f} |")
 
 
+def whole(rounds: int) -> None:
+    sys.path.insert(0, SRC)
+    from numba import njit
+
+    import pullback as pb
+
+    rng = np.random.default_rng(0)
+    big = rng.standard_normal((1280, 1000))
+    cases = {"vector 1280000": big.reshape(-1), "strided vector 640000": big.reshape(-1)[::2],
+             "C 1280x1000": big, "F 1000x1280": big.T, "non-contiguous 1280x500": big[:, ::2]}
+    ours = pb.jit(lambda x: np.sum(x), backend="numba")
+    numbas = njit(error_model="numpy")(lambda x: np.sum(x))
+    print("| array | pullback us | NumPy np.sum us | numba np.sum us | pullback / NumPy | same bits as NumPy |")
+    print("|---|---|---|---|---|---|")
+    for name, x in cases.items():
+        t = []
+        for fn in (ours, np.sum, numbas):
+            fn(x)
+            out = []
+            for _ in range(rounds):
+                s = time.perf_counter()
+                for _ in range(20):
+                    fn(x)
+                out.append((time.perf_counter() - s) / 20 * 1e6)
+            t.append(min(out))
+        same = np.float64(ours(x)).tobytes() == np.float64(np.sum(x)).tobytes()
+        print(f"| {name} | {t[0]:.1f} | {t[1]:.1f} | {t[2]:.1f} | {t[0] / t[1]:.2f} | {'yes' if same else 'no'} |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default=DEFAULT)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--before", help="another checkout's src/: compare first-call compile times")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--whole", action="store_true", help="sums of every axis instead")
     a = ap.parse_args()
-    if a.before:
+    if a.whole:
+        whole(a.rounds)
+    elif a.before:
         compile_times(os.path.abspath(a.before), a.runs)
     else:
         speeds(a.shapes, a.rounds)

@@ -103,15 +103,13 @@ _R = np.random.default_rng(3).standard_normal(101)
 
 @pytest.mark.parametrize("x", [np.full(40, -0.0), np.tile([1e16, 1.0, -1e16, 3.0], 10),
                                np.concatenate([_R[:40], [np.inf], _R[40:50]]),
-                               np.concatenate([_R[:40], [np.nan]]), _R])
-def test_vector_sum_helper_has_numbas_bits(x):
-    """`_reduce_all_sum_f64` adds in numba's order (from 0.0, index order): the same bits as
-    numba's np.sum, strided vectors included."""
-    import numba
-
+                               np.concatenate([_R[:40], [np.nan]]), _R, np.tile(_R, 5)])
+def test_vector_sum_helper_has_numpys_bits(x):
+    """`_reduce_all_sum_f64` adds in NumPy's pairwise order (note [pairwise-sums]): the
+    same bits as np.sum, strided vectors included."""
     src = _source(vec_sum, x, x)
     code = "\n".join(t.split("#")[0] for t in src.split("\n\n\n", 1)[1].splitlines())
     assert "_reduce_all_sum_f64(" in code and "np.sum(" not in code
-    want = numba.njit(cache=False)(lambda x, y: np.sum(x) + np.sum(y[::-2]) * 0.5)(x, x)
+    want = np.sum(x) + np.sum(x[::-2]) * 0.5
     got = pb.jit(vec_sum, backend="numba")(x, x)
     assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
