@@ -73,9 +73,10 @@ import numpy as np
 
 from ..errors import PullbackError
 from ..ir.traverse import reachable_funcs
-from . import numba_cache
+from . import numba_cache, numba_contiguous
 from .leaves import coerce as _coerce
 from .numba_blas import defer_blas_check, ensure_blas_for
+from .numba_contiguous import SMALL_COPY
 from .numba_malloc import tune_malloc
 from .numba_opt import forwarded, llvm_tag, opt_level, simplify_inlined
 from .numba_units import load_unit as _load_unit
@@ -324,6 +325,7 @@ class Spec:
     consts: object        # checks.ModuleArgs
     par: bool             # some map runs in parallel
     shape_args: tuple = ()  # a shape-generic module's literal values (`numba_generic`), passed last
+    contiguous: tuple = ()  # per parameter: handed to numba C-contiguous (note [contiguous-args])
 
 
 def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, parallel: bool | None = None):
@@ -341,7 +343,8 @@ def compile_prog(prog: Prog, fname: str | None = None, metered: bool = False, pa
     src, consts, par = _emit_par(prog, metered=metered, parallel=setting, entry=f.name)
     dname = ps._Module(prog, True).fnames[forwarded(prog, f).name]   # the function numba compiles first
     spec = Spec(src, _module_hash(prog, f, src), not _mutual_recursion(prog), dname, f.name,
-                [ps._param_dtype(p.type) for p in f.params], [ps._param_dtype(t) for t in f.ret_types], consts, par)
+                [ps._param_dtype(p.type) for p in f.params], [ps._param_dtype(t) for t in f.ret_types], consts, par,
+                contiguous=numba_contiguous.contiguous_params(prog, f))
     from . import numba_generic
 
     attempts = []   # (Spec, on_fail): a shape-generic module first, then the specialised one
@@ -482,6 +485,8 @@ def from_spec(spec: Spec):
     np_types = spec.params
     nparams = len(np_types)
     outs = [_out_fn(t) for t in spec.rets]
+    # note [contiguous-args]: parameters read whole, and small arrays, go to numba C-ordered
+    whole = tuple(spec.contiguous) if len(spec.contiguous) == nparams else (False,) * nparams
     seen: set = set()
     gen = [unit.generation]
 
@@ -522,12 +527,12 @@ def from_spec(spec: Spec):
         if len(given) != nparams:
             raise PullbackError(f"{spec.name} takes {nparams} arguments, got {len(given)}")
         args, key = [], []   # the leaves as the parameters' dtypes (read-only arrays copied), their layouts
-        for a, dt in zip(given, np_types):
+        for a, dt, w in zip(given, np_types, whole):
             a = _coerce(a, dt)
             if isinstance(a, np.ndarray):
                 flags = a.flags
-                if not flags.writeable:
-                    a = a.copy()
+                if not flags.writeable or (not flags.c_contiguous and (w or a.size <= SMALL_COPY)):
+                    a = np.array(a, order="C")   # a writeable C-ordered copy
                     flags = a.flags
                 key.append((a.ndim, flags.c_contiguous, flags.f_contiguous))
             else:
@@ -557,7 +562,9 @@ def from_spec(spec: Spec):
         would convert (`_as_is`), a stack limit or byte meter computed per call, or
         parallel regions serialised."""
         if (serialise or consts.limit is not None or consts.metered or len(leaves) != nparams
-                or not all(_as_is(a, dt) for a, dt in zip(leaves, np_types))):
+                or not all(_as_is(a, dt) for a, dt in zip(leaves, np_types))
+                or any(type(a) is np.ndarray and not a.flags.c_contiguous and (w or a.size <= SMALL_COPY)
+                       for a, w in zip(leaves, whole))):
             return False
         fn, rtype = _compiled_for(disp, [*leaves, *consts.trailing()])
         if len(outs) == 1:

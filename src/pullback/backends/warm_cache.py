@@ -392,7 +392,7 @@ def store(key: str, staged) -> bool:
                "cache": spec.cache, "dname": spec.dname, "name": spec.name,
                "params": [_dt_out(p) for p in spec.params], "rets": [_dt_out(r) for r in spec.rets],
                "par": bool(spec.par), "limit": spec.consts.limit is not None,
-               "shape_args": list(spec.shape_args),
+               "shape_args": list(spec.shape_args), "contiguous": [bool(c) for c in spec.contiguous],
                "sites": [_site_out(s) for s in spec.consts.sites], "consts": consts,
                "out_tree": _tree_out(staged.out_tree),
                "out_dtypes": [None if t is None else np.dtype(t).str for t in staged.out_dtypes]}
@@ -406,6 +406,12 @@ def store(key: str, staged) -> bool:
 def _shape_args(vals) -> tuple:
     if not all(type(v) in (int, float) for v in vals):
         raise ValueError("shape arguments must be numbers")
+    return tuple(vals)
+
+
+def _contiguous(vals, n: int) -> tuple:
+    if not (len(vals) in (0, n) and all(type(v) is bool for v in vals)):
+        raise ValueError("contiguous: one bool per parameter")
     return tuple(vals)
 
 
@@ -449,7 +455,8 @@ def _load(key: str):
         margs = ModuleArgs(consts, [_site_in(s) for s in doc["sites"]], limit, False)
         spec = numba_backend.Spec(raw.decode(), h, bool(doc["cache"]), str(doc["dname"]), str(doc["name"]),
                                   [_dt_in(p) for p in doc["params"]], [_dt_in(r) for r in doc["rets"]],
-                                  margs, bool(doc["par"]), _shape_args(doc.get("shape_args", [])))
+                                  margs, bool(doc["par"]), _shape_args(doc.get("shape_args", [])),
+                                  _contiguous(doc.get("contiguous", []), len(doc["params"])))
         out_tree = _tree_in(doc["out_tree"])
         dts = tuple(None if t is None else np.dtype(t) for t in doc["out_dtypes"])
     except (OSError, ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError):
