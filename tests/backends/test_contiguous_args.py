@@ -1,7 +1,8 @@
-"""Array arguments handed to numba C-ordered (note [contiguous-args]): a parameter the
-program reads whole, and any small array, is copied to C order at the call, so an
-F-ordered or strided argument runs the C-ordered code (no second numba compile, no
-strided loops); a large array the program reads a few elements of is passed as it is."""
+"""Array arguments handed to numba C-ordered (note [contiguous-args]): a small array, and
+a large one that the program reads whole and does enough work per element of, is copied
+to C order at the call, so an F-ordered or strided argument runs the C-ordered code (no
+second numba compile, no strided loops); a large array the program reads a few elements
+of, or only sums, is passed as it is."""
 import numpy as np
 import pytest
 
@@ -10,7 +11,7 @@ pytest.importorskip("numba")
 import pullback as pb  # noqa: E402
 from pullback.backends import numba_backend as nb  # noqa: E402
 from pullback.backends import warm_cache  # noqa: E402
-from pullback.backends.numba_contiguous import SMALL_COPY, contiguous_params  # noqa: E402
+from pullback.backends.numba_contiguous import SMALL_COPY, contiguous_params, read_whole  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("private_cache")   # conftest.py
 
@@ -54,10 +55,14 @@ def carried(X, n):
     return np.sum(Y)
 
 
-def _params(f, *args, grad=False):
+def plain_sum(x):
+    return np.sum(x)
+
+
+def _params(f, *args, grad=False, rule=read_whole):
     t = pb.grad(f) if grad else pb.jit(f)
     prog = nb.lower(getattr(t, "_jit", t).staged(*args).prog, False, None)
-    return contiguous_params(prog, prog.func(prog.entry))
+    return rule(prog, prog.func(prog.entry))
 
 
 X = np.ones((100, 50))
@@ -81,6 +86,16 @@ def test_gradient_reads():
     assert _params(most_rows, X, grad=True) == (False,)   # its gradient does not read X at all
 
 
+def test_which_arguments_are_copied():
+    big, small = np.ones(5000), np.ones(SMALL_COPY)
+    c = contiguous_params
+    assert _params(lse, big, rule=c) == (True,)              # exp: work enough per element
+    assert _params(lse, big, grad=True, rule=c) == (True,)
+    assert _params(plain_sum, big, rule=c) == (False,)       # a sum: a copy costs as much
+    assert _params(plain_sum, small, rule=c) == (True,)      # small: copied whatever it does
+    assert _params(corner, np.ones((100, 60)), 3, rule=c) == (False, False)
+
+
 def _signatures(f, x, *rest):
     fn = nb.compile_prog(pb.jit(f).staged(x, *rest).prog)
     got = fn(x, *rest)
@@ -96,9 +111,11 @@ def test_strided_and_f_arguments_run_the_c_code():
         assert len(sigs) == 1 and all(t.layout == "C" for t in sigs[0] if hasattr(t, "layout")), sigs
     A = np.random.default_rng(1).standard_normal((300, 40))
     for M in (np.asfortranarray(A), A.T.copy().T, A[:, ::2]):
-        got, sigs = _signatures(most_rows, M)
-        np.testing.assert_allclose(got, most_rows(M), rtol=1e-13)
+        got, sigs = _signatures(lse, M)
+        np.testing.assert_allclose(got, lse(M), rtol=1e-13)
         assert len(sigs) == 1 and sigs[0][0].layout == "C", sigs
+    got, sigs = _signatures(plain_sum, x[::2])          # not copied: its layout compiled
+    assert got == np.sum(x[::2]) and sigs[0][0].layout == "A", sigs
     np.testing.assert_allclose(pb.grad(lse)(x[::2]), pb.grad(lse)(x[::2].copy()), rtol=0, atol=0)
 
 

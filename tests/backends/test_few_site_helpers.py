@@ -105,11 +105,11 @@ _R = np.random.default_rng(3).standard_normal(101)
                                np.concatenate([_R[:40], [np.inf], _R[40:50]]),
                                np.concatenate([_R[:40], [np.nan]]), _R, np.tile(_R, 5)])
 def test_vector_sum_helper_has_numpys_bits(x):
-    """`_reduce_all_sum_f64` adds in NumPy's pairwise order (note [pairwise-sums]): the
-    same bits as np.sum, strided vectors included."""
+    """`_pb_sum_vec` adds in NumPy's pairwise order (note [pairwise-sums]): the same bits
+    as np.sum, strided vectors included."""
     src = _source(vec_sum, x, x)
     code = "\n".join(t.split("#")[0] for t in src.split("\n\n\n", 1)[1].splitlines())
-    assert "_reduce_all_sum_f64(" in code and "np.sum(" not in code
+    assert "_pb_sum_vec(" in code and "np.sum(" not in code
     want = np.sum(x) + np.sum(x[::-2]) * 0.5
     got = pb.jit(vec_sum, backend="numba")(x, x)
     assert np.asarray(got).tobytes() == np.asarray(want).tobytes()

@@ -1,5 +1,5 @@
 """Full sums of float64 arrays in numba code, in NumPy's pairwise order (note
-[pairwise-sums]): `numba_loop_helpers.PAIRWISE_SUM` for vectors, of any strides, and
+[pairwise-sums]): `numba_reduce._pb_sum_vec` for vectors, of any strides, and over
 `numba_reduce._pb_memory_vector` for higher ranks give np.sum's bits for vectors and
 for C- and F-contiguous arrays, and the dialect prints them for a sum of every axis."""
 import numpy as np
@@ -11,26 +11,24 @@ from numba import njit, typeof  # noqa: E402
 
 import pullback as pb  # noqa: E402
 from pullback.backends import numba_backend  # noqa: E402
-from pullback.backends import numba_loop_helpers as helpers  # noqa: E402
-from pullback.backends.numba_reduce import _pb_memory_vector  # noqa: E402
+from pullback.backends.numba_reduce import _pb_memory_vector, _pb_sum_vec  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("private_cache")   # conftest.py
 
-_NS: dict = {"np": np, "njit": njit}
-exec(helpers.PAIRWISE_LEAF.format(deco='@njit(cache=False, inline="always")'), _NS)
-exec(helpers.PAIRWISE_SUM.format(deco="@njit(cache=False)"), _NS)
-_vsum = _NS["_reduce_all_sum_f64"]
+@njit(cache=False)
+def _vsum(x):
+    return _pb_sum_vec(x)
 
 
 @njit(cache=False)
 def _ours(x):
-    return _vsum(_pb_memory_vector(x))
+    return _pb_sum_vec(_pb_memory_vector(x))
 
 
 @njit(cache=False)
 def _ours_a(x):
     """The same, for x typed layout 'A' (reversed twice: contiguous at run time)."""
-    return _vsum(_pb_memory_vector(x[::-1][::-1]))
+    return _pb_sum_vec(_pb_memory_vector(x[::-1][::-1]))
 
 
 def _bits(v):
@@ -97,8 +95,8 @@ def test_dialect_prints_pairwise_sums_and_backends_agree():
     a, b = np.linspace(0.0, 1.0, 300), np.linspace(-2.0, 3.0, 2000).reshape(40, 50) ** 3
     src = numba_backend.emit_prog(numba_backend.lower(pb.jit(f).staged(a, b).prog), parallel=False)
     code = [ln.split("#")[0] for ln in src.splitlines()]
-    assert any("_reduce_all_sum_f64(_pb_memory_vector(b))" in ln for ln in code)
-    assert any("_reduce_all_sum_f64(a)" in ln for ln in code)
+    assert any("_pb_sum_vec(_pb_memory_vector(b))" in ln for ln in code)
+    assert any("_pb_sum_vec(a)" in ln for ln in code)
     assert not any("np.sum(" in ln for ln in code)
     got = pb.jit(f, backend="numba")(a, b)
     np.testing.assert_allclose(got, f(a, b), rtol=1e-13)

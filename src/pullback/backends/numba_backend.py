@@ -76,7 +76,6 @@ from ..ir.traverse import reachable_funcs
 from . import numba_cache, numba_contiguous
 from .leaves import coerce as _coerce
 from .numba_blas import defer_blas_check, ensure_blas_for
-from .numba_contiguous import SMALL_COPY
 from .numba_malloc import tune_malloc
 from .numba_opt import forwarded, llvm_tag, opt_level, simplify_inlined
 from .numba_units import load_unit as _load_unit
@@ -485,8 +484,8 @@ def from_spec(spec: Spec):
     np_types = spec.params
     nparams = len(np_types)
     outs = [_out_fn(t) for t in spec.rets]
-    # note [contiguous-args]: parameters read whole, and small arrays, go to numba C-ordered
-    whole = tuple(spec.contiguous) if len(spec.contiguous) == nparams else (False,) * nparams
+    # note [contiguous-args]: the parameters whose non-C-ordered arguments go to numba as C-ordered copies
+    copied = tuple(spec.contiguous) if len(spec.contiguous) == nparams else (False,) * nparams
     seen: set = set()
     gen = [unit.generation]
 
@@ -527,11 +526,11 @@ def from_spec(spec: Spec):
         if len(given) != nparams:
             raise PullbackError(f"{spec.name} takes {nparams} arguments, got {len(given)}")
         args, key = [], []   # the leaves as the parameters' dtypes (read-only arrays copied), their layouts
-        for a, dt, w in zip(given, np_types, whole):
+        for a, dt, w in zip(given, np_types, copied):
             a = _coerce(a, dt)
             if isinstance(a, np.ndarray):
                 flags = a.flags
-                if not flags.writeable or (not flags.c_contiguous and (w or a.size <= SMALL_COPY)):
+                if not flags.writeable or (w and not flags.c_contiguous):
                     a = np.array(a, order="C")   # a writeable C-ordered copy
                     flags = a.flags
                 key.append((a.ndim, flags.c_contiguous, flags.f_contiguous))
@@ -563,8 +562,7 @@ def from_spec(spec: Spec):
         parallel regions serialised."""
         if (serialise or consts.limit is not None or consts.metered or len(leaves) != nparams
                 or not all(_as_is(a, dt) for a, dt in zip(leaves, np_types))
-                or any(type(a) is np.ndarray and not a.flags.c_contiguous and (w or a.size <= SMALL_COPY)
-                       for a, w in zip(leaves, whole))):
+                or any(w and type(a) is np.ndarray and not a.flags.c_contiguous for a, w in zip(leaves, copied))):
             return False
         fn, rtype = _compiled_for(disp, [*leaves, *consts.trailing()])
         if len(outs) == 1:

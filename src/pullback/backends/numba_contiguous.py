@@ -4,27 +4,30 @@
 numba compiles a function once per layout of its array arguments (C, F, or 'A' for
 any strides), and pullback's loops are written in C order: on an F-ordered or
 strided argument the same code runs with strided accesses that LLVM does not
-vectorise (lse's gradient on `x[::2]`: 8x the time on a C-ordered copy), after a
-second compile of the whole module. A parameter that the program reads whole is
-better copied to C order at the call: the copy reads each element once, as the
-program does anyway, and the compiled C version serves every layout.
+vectorise (lse's gradient on `x[::2]`: 5x the time on a C-ordered copy, its
+primal 9x), after a second compile of the whole module. Where the program does
+enough work per element of an argument that it reads whole, a C-ordered copy at
+the call costs little next to it, and the compiled C version serves every layout.
 
 Contract:
 - `contiguous_params(prog, func) -> tuple[bool, ...]`: per parameter of `func`
-  (a function of the lowered program), whether the program *certainly reads it
-  whole* on some path, so that a C-ordered copy costs at most a constant factor
-  of the program's own reads: an array parameter read by any primitive other than
-  `index` and `take`, or stacked by a `Map`, directly or through an alias (a
+  (a function of the lowered program), whether the entry copies a non-C-ordered
+  array argument to C order: an array of at most `SMALL_COPY` elements always
+  (a copy of 0.1-0.3 us against a second compile of seconds); a larger one
+  where the program certainly reads it whole on some path and its estimated
+  work (`numba_parallel.work`, a transcendental function counting `HEAVY` per
+  element) is at least `COPY_WORK` per element of the array. A copy reads and
+  writes each element once: for a program that does little more (a sum, a few
+  products) it costs as much as the strided loops it would replace.
+- `read_whole(prog, func) -> tuple[bool, ...]`, *read whole*: an array parameter read by any primitive other than `index`
+  and `take`, or stacked by a `Map`, directly or through an alias (a
   `transpose`, `reshape`, `broadcast_to` or `stop_gradient` of it, an `index` or
   `take` whose result has at least half its elements, a loop parameter it starts,
   or the parameter of a called function that reads that parameter whole). An
   array only indexed in small parts (`X[i]` of a large `X`) is not: copying it
-  would cost its whole size per call for a few elements.
-- `SMALL_COPY`: an array argument of at most this many elements is copied to C
-  order whatever the program reads of it (about 0.1-0.3 us), rather than compiled
-  for again in its layout (seconds).
-- Conservative in that direction: an alias it cannot follow (an `If`'s result,
-  a function called recursively) does not make the parameter read whole.
+  would cost its whole size per call for a few elements. Conservative in that
+  direction: an alias it cannot follow (an `If`'s result, a function called
+  recursively) does not make the parameter read whole.
 """
 from __future__ import annotations
 
@@ -32,6 +35,10 @@ from ..ir.core import Apply, Loop, Map, Prim, Var
 from ..ir.traverse import exp_scopes
 
 SMALL_COPY = 1024
+COPY_WORK = 6
+HEAVY = 8
+_TRANSCENDENTAL = frozenset({"exp", "expm1", "log", "log1p", "sin", "cos", "tan", "tanh", "logistic", "erf",
+                             "erfc", "erfinv", "gamma", "gammaln", "polygamma", "log_ndtr", "pow", "atan2"})
 _ALIASES = frozenset({"transpose", "reshape", "broadcast_to", "stop_gradient"})
 _PARTS = frozenset({"index", "take"})
 
@@ -43,7 +50,26 @@ def _size(t) -> int:
     return n
 
 
+def _weighted(e, pat) -> int:
+    from .numba_parallel import _row_cost
+
+    return _row_cost(e, pat) * (HEAVY if e.op in _TRANSCENDENTAL else 1)
+
+
 def contiguous_params(prog, func) -> tuple:
+    """See the module docstring."""
+    from .numba_parallel import work
+
+    total = work(func.body, prog, cost=_weighted)
+    whole = read_whole(prog, func)
+    sizes = [_size(p.type) if getattr(p.type, "shape", ()) else None for p in func.params]
+    return tuple(n is not None and (n <= SMALL_COPY or (w and total >= COPY_WORK * n))
+                 for n, w in zip(sizes, whole))
+
+
+def read_whole(prog, func) -> tuple:
+    """Per parameter of `func`: an array the program certainly reads whole on some path
+    (module docstring)."""
     memo: dict = {}
 
     def whole(f, k: int, active: frozenset) -> bool:
@@ -53,11 +79,11 @@ def contiguous_params(prog, func) -> tuple:
         if key in active:
             return False   # a recursive call: not followed
         p = f.params[k]
-        out = bool(getattr(p.type, "shape", ())) and _reads(f.body, {p}, _size(p.type), active | {key})
+        out = bool(getattr(p.type, "shape", ())) and reads(f.body, {p}, _size(p.type), active | {key})
         memo[key] = out
         return out
 
-    def _reads(body, names: set, size: int, active) -> bool:
+    def reads(body, names: set, size: int, active) -> bool:
         for st in body.stmts:
             e = st.exp
             if isinstance(e, Prim):
@@ -80,7 +106,7 @@ def contiguous_params(prog, func) -> tuple:
             elif isinstance(e, Loop):
                 names.update(q for q, a in zip(e.params, e.init) if isinstance(a, Var) and a in names)
             for _, b in exp_scopes(e):
-                if _reads(b, names, size, active):
+                if reads(b, names, size, active):
                     return True
         return False
 

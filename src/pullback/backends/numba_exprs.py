@@ -149,13 +149,11 @@ def expr(d, fe, e: Prim, pat):
             # a loop, not numba's np.max/np.min (which compile np.take and an
             # iterator: about 0.5 s per process, note [compile-time])
             return f"{d._reduce_all_helper(op, out_t.dtype)}({A(x)})"
-        if op == "sum" and nd == 1 and x.type.dtype == out_t.dtype == "f64":
-            return f"{d._sum_all_helper()}({A(x)})"   # NumPy's pairwise order (note [pairwise-sums])
         if op == "sum" and len(axes) == nd and x.type.dtype == out_t.dtype == "f64":
             from .numba_reduce import IMPORT
 
-            d.helper("_pb_memory_vector_import", IMPORT)    # note [compile-time], "Sums in place"
-            return f"{d._sum_all_helper()}(_pb_memory_vector({A(x)}))"
+            d.helper("_pb_sum_vec_import", IMPORT)    # NumPy's pairwise order (note [pairwise-sums])
+            return f"_pb_sum_vec({A(x)})" if nd == 1 else f"_pb_sum_vec(_pb_memory_vector({A(x)}))"
         if len(axes) == nd:
             r = f"{ps._REDUCE[op]}({A(x)})"
             return scalar_cast(out_t.dtype, r) if out_t.dtype != x.type.dtype else r

@@ -12,10 +12,6 @@ Each method writes its helper on first use and returns the helper's name:
   max over the first axis of a matrix, or of a whole vector; NaN wins, as in
   NumPy (floats through `numba_extrema`'s intrinsics, a loop LLVM vectorises;
   integers by comparisons).
-- `_sum_all_helper()`: `_reduce_all_sum_f64(x)`, the sum of a float64 vector
-  (any strides) in NumPy's pairwise order (`PAIRWISE_SUM`, note
-  [pairwise-sums]): NumPy's bits, where numba's `np.sum` adds one element at
-  a time (3x slower) and compiles axis checks with it;
 - `few_helper(name, src)`: `helper(name, src)` for a helper that numba inlines
   (its decorator becomes `deco_inline`) where at most `FEW_SITES` sites of the
   module call it (these helpers); `count_sites(lines)`
@@ -40,74 +36,6 @@ FEW_SITES = 2
 # few-site helpers that a process-wide overload replaces where they are not inlined: the line
 # importing it (`numba_checks`; note [compile-time], "One index check per process")
 SHARED = {"_pb_check_idx": "from pullback.backends.numba_checks import _pb_check_idx"}
-
-
-# NumPy's pairwise summation of a vector (numpy/_core/src/umath/loops_utils.h.src,
-# `pairwise_sum`), note [pairwise-sums]: a block of at most 128 elements adds into 8 partial
-# sums ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then its last n % 8 elements one by
-# one (fewer than 8 elements: one by one from 0.0); a longer stretch splits at half its length
-# rounded down to a multiple of 8 and adds its halves' sums. np.sum adds the result to 0.0.
-# The recursion is a loop over an explicit stack of stretches (at most 64 deep: halves shrink).
-PAIRWISE_LEAF = """{deco}
-def _pb_sum_leaf(x):
-    n = x.shape[0]
-    if n < 8:
-        res = 0.0
-        for i in range(n):
-            res += x[i]
-        return res
-    r0 = x[0]; r1 = x[1]; r2 = x[2]; r3 = x[3]
-    r4 = x[4]; r5 = x[5]; r6 = x[6]; r7 = x[7]
-    for b in range(1, n // 8):
-        i = b * 8
-        r0 += x[i]; r1 += x[i + 1]; r2 += x[i + 2]; r3 += x[i + 3]
-        r4 += x[i + 4]; r5 += x[i + 5]; r6 += x[i + 6]; r7 += x[i + 7]
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    for i in range(n - n % 8, n):
-        res += x[i]
-    return res"""
-
-PAIRWISE_SUM = """{deco}
-def _reduce_all_sum_f64(x):
-    n = x.shape[0]
-    if n <= 128:
-        return 0.0 + _pb_sum_leaf(x)
-    los = np.empty(64, dtype=np.int64)
-    ns = np.empty(64, dtype=np.int64)
-    part = np.empty(64, dtype=np.int64)
-    left = np.empty(64, dtype=np.float64)
-    d = 0
-    los[0] = 0
-    ns[0] = n
-    part[0] = 0
-    ret = 0.0
-    while d >= 0:
-        m = ns[d]
-        if part[d] == 0 and m <= 128:
-            lo = los[d]
-            ret = _pb_sum_leaf(x[lo:lo + m])
-            d -= 1
-            while d >= 0 and part[d] == 2:
-                ret = left[d] + ret
-                d -= 1
-            if d >= 0:
-                left[d] = ret
-                part[d] = 2
-                h = ns[d] // 2
-                h -= h % 8
-                los[d + 1] = los[d] + h
-                ns[d + 1] = ns[d] - h
-                part[d + 1] = 0
-                d += 1
-        else:
-            part[d] = 1
-            h = m // 2
-            h -= h % 8
-            los[d + 1] = los[d]
-            ns[d + 1] = h
-            part[d + 1] = 0
-            d += 1
-    return 0.0 + ret"""
 
 
 class LoopHelpers:
@@ -190,12 +118,6 @@ class LoopHelpers:
             f'    """{op} of a non-empty vector; NaN wins."""\n'
             "    out = x[0]\n"
             "    for k in range(1, x.shape[0]):\n" + step))
-
-    def _sum_all_helper(self) -> str:
-        """np.sum of a float64 vector (any strides) in NumPy's order, pairwise (`PAIRWISE_SUM`,
-        note [pairwise-sums]): the same bits as NumPy, at NumPy's speed."""
-        self.helper("_pb_sum_leaf", PAIRWISE_LEAF.format(deco=self.deco_inline))
-        return self.few_helper("_reduce_all_sum_f64", PAIRWISE_SUM.format(deco=self.deco))
 
     def _float_extrema(self, dtype: str) -> bool:
         """Whether min and max of `dtype` use `numba_extrema`'s intrinsics (floats: NaN wins,

@@ -136,25 +136,26 @@ def _row_cost(e: Prim, pat) -> int:
         return 1
 
 
-def work(body, prog, memo=None, active=None) -> int:
-    """Estimated work of running `body` once: primitives by their cost rules,
-    loops with a constant bound times their body (other loops once), the
-    costlier branch of an `If`, callees' bodies (recursion counted once) and
-    maps their width times their body."""
+def work(body, prog, memo=None, active=None, cost=None) -> int:
+    """Estimated work of running `body` once: primitives by their cost rules
+    (or `cost(prim, pat)`), loops with a constant bound times their body (other
+    loops once), the costlier branch of an `If`, callees' bodies (recursion
+    counted once) and maps their width times their body."""
     memo = {} if memo is None else memo
     active = set() if active is None else active
+    cost = cost or _row_cost
     total = 0
     for st in body.stmts:
         e = st.exp
         if isinstance(e, Prim):
-            total += _row_cost(e, st.pat)
+            total += cost(e, st.pat)
         elif isinstance(e, Loop):
             n = int(e.form.bound.value) if isinstance(e.form, ForForm) and isinstance(e.form.bound, Const) else 1
-            total += 1 + max(n, 0) * work(e.body, prog, memo, active)
+            total += 1 + max(n, 0) * work(e.body, prog, memo, active, cost)
         elif isinstance(e, If):
-            total += 1 + max(work(e.then, prog, memo, active), work(e.else_, prog, memo, active))
+            total += 1 + max(work(e.then, prog, memo, active, cost), work(e.else_, prog, memo, active, cost))
         elif isinstance(e, Map):
-            total += 1 + int(e.width.value) * work(e.lam.body, prog, memo, active)
+            total += 1 + int(e.width.value) * work(e.lam.body, prog, memo, active, cost)
         elif isinstance(e, Apply):
             if e.func not in memo:
                 if e.func in active:
@@ -162,7 +163,7 @@ def work(body, prog, memo=None, active=None) -> int:
                     continue
                 active.add(e.func)
                 try:
-                    memo[e.func] = work(prog.func(e.func).body, prog, memo, active)
+                    memo[e.func] = work(prog.func(e.func).body, prog, memo, active, cost)
                 finally:
                     active.discard(e.func)
             total += 1 + memo[e.func]
