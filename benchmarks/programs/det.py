@@ -7,7 +7,8 @@ from pullback.gradbench.modules import det as gb
 
 DESCRIPTION = "determinant by recursive Laplace expansion (ell! terms); derivative = gradient"
 
-SIZES = {"small": {"ell": 4}, "default": {"ell": 7}, "gb-ell8": {"ell": 8},
+SIZES = {"small": {"ell": 4}, "default": {"ell": 7}, "gb-ell8": {"ell": 8}, "gb-ell9": {"ell": 9},
+         "gb-ell10": {"ell": 10}, "gb-ell11": {"ell": 11},
          "gb-ell5": {"ell": 5}, "gb-ell6": {"ell": 6}}   # GradBench's small ones: per-call overhead shows
 GRADBENCH = ("default",)         # ell = 7, inside GradBench's 5..11 (ell = 8: named size gb-ell8)
 BUMP = ("ell", -1)               # a smaller matrix: its work shrinks like ell!
