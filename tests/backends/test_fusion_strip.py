@@ -40,6 +40,7 @@ def moments(x):                       # llsq-like: a full sum per step, added in
 def test_strip_mined_sum_is_bitwise_the_lanes_form(monkeypatch, f, shape):
     x = np.random.default_rng(0).standard_normal(shape)
     prog = pb.jit(f).staged(x).prog
+    monkeypatch.setattr(numba_fusion, "_unrolled", lambda g, gate: False)   # the strip form itself
     strip = nb.compile_prog(prog, parallel=False)
     assert "_buf[" in strip.source
     monkeypatch.setattr(numba_fusion, "_strip_worth", lambda g: False)
@@ -65,7 +66,7 @@ def test_stored_full_sum_uses_lanes():
     additions), and agrees with NumPy."""
     x = np.random.default_rng(2).standard_normal(100)
     fn = nb.compile_prog(pb.jit(moments).staged(x).prog, parallel=False)
-    assert "_acc = " not in fn.source and "[:] = 0" in fn.source, fn.source
+    assert "_acc = " not in fn.source and "_l7 +=" in fn.source, fn.source   # lanes in locals
     np.testing.assert_allclose(fn(x)[0], moments(x), rtol=1e-13)
 
 
@@ -89,7 +90,25 @@ def test_strip_blocks_are_counted_in_a_shape_generic_module(tmp_path, monkeypatc
         srcs.append(nb.emit_prog(nb.lower(pb.grad(lse)._jit.staged(x).prog, False, fname=None), parallel=False))
     assert numba_generic.plan(srcs[0]) is None
     gsrc, args = numba_generic.plan(srcs[1])
-    blocks = re.findall(r"for (ibk\w*) in range\((_pbs\[\d+\])\):", gsrc)
-    assert len(blocks) >= 2, gsrc                    # the exp-sum and the count of maxima
+    blocks = re.findall(r"for (ibk\w*) in range\((_pbs\[\d+\]) // (\d+)\):", gsrc)
+    assert len(blocks) >= 2, gsrc                    # the exp-sum's blocks, the count of maxima's lanes
     assert not re.search(r"range\(\s*\w+,\s*_pbs\[\d+\],", gsrc), gsrc
-    assert 50000 // numba_fusion._STRIP in args
+    assert 50000 - 50000 % numba_fusion._STRIP in args
+
+
+@pytest.mark.parametrize("f, shape", [(plain, (1000 + 3,)), (rows, (3, 700)), (plain, (40,)), (moments, (1000 + 5,)),
+                                      (plain, (517,))])
+def test_unrolled_lanes_are_bitwise_the_lanes_form(monkeypatch, f, shape):
+    """Note [strip-sums], "Unrolled lanes": a group of inline arithmetic prints its body once
+    per lane, each adding into its lane's local; the additions are the lanes form's."""
+    x = np.random.default_rng(1).standard_normal(shape) * 10.0 ** np.random.default_rng(2).uniform(-6, 6, shape)
+    prog = pb.jit(f).staged(x).prog
+    unrolled = nb.compile_prog(prog, parallel=False)
+    if f is not rows:   # tanh: a vecmath function, never unrolled
+        assert "_l7 +=" in unrolled.source, unrolled.source
+    monkeypatch.setattr(numba_fusion, "_unrolled", lambda g, gate: False)
+    monkeypatch.setattr(numba_fusion, "_strip_worth", lambda g: False)
+    lanes = nb.compile_prog(prog, parallel=False)
+    assert "_l7 +=" not in lanes.source and "_buf[" not in lanes.source
+    for a, b in zip(unrolled(x), lanes(x)):
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()

@@ -66,11 +66,25 @@ def lanes_in_body(x):
     return s
 
 
+def libm_lanes_in_body(x):
+    s = 0.0
+    for t in range(4):
+        s = s + np.sum(np.tanh(x) + t)
+    return s
+
+
 def test_full_sum_lanes_are_scratch():
     x = np.linspace(0.0, 1.0, 40)
-    src = source(lanes_in_body, x)
+    src = source(libm_lanes_in_body, x)   # tanh: the lanes form (note [strip-sums], "Unrolled lanes")
     assert "[:] = 0" in src and "np.zeros(8" not in src
-    check(lanes_in_body, x, exact=True)   # the same lanes, the same additions
+    check(libm_lanes_in_body, x, exact=True)   # the same lanes, the same additions
+
+
+def test_unrolled_lanes_in_a_body_are_locals():
+    x = np.linspace(0.0, 1.0, 40)
+    src = source(lanes_in_body, x)
+    assert "_l7 +=" in src and "[:] = 0" not in src and "np.zeros(8" not in src
+    check(lanes_in_body, x, exact=True)
 
 
 def top_level(x, w):

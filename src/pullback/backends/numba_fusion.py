@@ -34,6 +34,7 @@ from ..ir.types import TensorType
 from . import checks, numba_gate, numba_scratch, numba_slots
 from . import pysource as ps
 from .libcalls import elementwise_ops
+from .numba_exprs import row_sum
 from .numba_regions import (broadcast_index, concat_pieces, copy_pieces, disjoint, same_region, store_target,
                             views, views_read)
 
@@ -109,7 +110,10 @@ def _partial_sum(st: Let) -> bool:
     x = st.exp.args[0]
     shape = x.type.shape if isinstance(x.type, TensorType) else ()
     nax = len(st.exp.p["axes"])
+    if row_sum(st.exp, st.pat):
+        return False   # each row in NumPy's pairwise order (`numba_exprs`, note [pairwise-sums])
     return 0 < nax < len(shape) and _reduction(st, tuple(shape))
+
 
 
 def _hoistable(st: Let, fused_vars: set, fused_reads: set) -> bool:
@@ -326,7 +330,8 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
             stored.setdefault(st.exp.args[1], []).append((st, fe.update_target(st, depth), None))
     local = _scratch_outputs(fe, dialect, g, gate)
     sums = {}  # sum result -> the kept axes
-    lanes = {}  # full sums -> the name of their partial sums
+    lanes = {}  # full sums -> the name of their partial sums (a list of locals where `unrolled`)
+    unrolled = _unrolled(g, gate)
     for st in g.fused:
         v = st.pat[0]
         if st.exp.op == "sum":  # a reduction accumulated in the loop (see `_reduction`)
@@ -338,6 +343,9 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
             dt = ps._NP_DTYPE[v.type.dtype]
             if v.type.shape:
                 fe.line(depth, f"{name} = np.zeros({ps._shape_lit(v.type.shape)}, dtype={dt})")
+            elif unrolled:   # _LANES locals (note [strip-sums], "Unrolled lanes")
+                lanes[v] = [fe.fresh(f"{v.name}_l{k}") for k in range(_LANES)]
+                fe.line(depth, " = ".join(lanes[v]) + f" = {dt}(0.0)")
             elif g.repeated:  # a full sum's partial sums in a scratch array, zeroed
                 lanes[v] = numba_scratch.scratch(fe, (_LANES,), v.type.dtype)
                 fe.line(depth, f"{lanes[v]}[:] = 0")
@@ -399,27 +407,60 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
         level += 1
     inner = level
     n_last = int(g.shape[-1])
-    if lanes and gate is None and n_last >= 2 * _STRIP and _strip_worth(g):
+    if unrolled:
+        # the innermost loop in steps of _LANES, its body printed once per lane, each copy
+        # adding into its lane's local: the lanes and the order of additions are the lanes
+        # form's (element i to lane i & 7), and LLVM packs the copies into vector operations,
+        # where the blocks through a buffer stored and loaded every value once more
+        fe.lines.pop()        # `for i_last in range(n_last):`, printed above
+        fe.line_locs.pop()
+        n8 = n_last - n_last % _LANES   # at least TINY_TRIP: printed as is, it is a size that a
+        # shape-generic module reads at run time (note [shape-generic]), where a count below 16
+        # (n8 // 8, n % 8) would stay a literal and make every size compile
+        if n8:
+            ibk, ib = fe.fresh("ibk"), fe.fresh("ib")
+            fe.line(inner - 1, f"for {ibk} in range({n8} // {_LANES}):")
+            fe.line(inner, f"{ib} = {ibk} * {_LANES}")
+            for k in range(_LANES):
+                fe.line(inner, f"{idx[-1]} = {ib} + {k}" if k else f"{idx[-1]} = {ib}")
+                _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, dict(scalars),
+                      {v: f"{ls[k]} +=" for v, ls in lanes.items()}, regs, stored)
+        fe.line(inner - 1, f"# the last {n_last} % {_LANES} elements, one per lane (sizes a shape-generic module may read)")
+        for j in range(_LANES - 1):   # element n8 + j to lane j
+            fe.line(inner - 1, f"if {n8 + j} < {n_last}:")
+            fe.line(inner, f"{idx[-1]} = {n8 + j}")
+            _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, dict(scalars),
+                  {v: f"{ls[j]} +=" for v, ls in lanes.items()}, regs, stored)
+        rows = {}
+    elif (lanes or regs) and gate is None and n_last >= 2 * _STRIP and _strip_worth(g):
         # strip-mined (note [vecmath]): the inner index runs in blocks of _STRIP whose
         # lane sums go through a buffer, so the block's loop has no store through a
         # computed index and LLVM vectorises it; the lanes and the order of additions
-        # are the same as below
+        # are the same as below. A row sum (`regs`) gets lanes of its own, zeroed for
+        # each row and added into its local after the blocks (note [strip-sums], "Row
+        # sums"): adding into the local waited for each addition and kept the loop scalar
         nb = n_last - n_last % _STRIP
-        bufs = {v: fe.fresh(f"{v.name}_buf") for v in lanes}
+        bufs = {v: fe.fresh(f"{v.name}_buf") for v in [*lanes, *regs]}
+        rows = {v: fe.fresh(f"{v.name}_rl") for v in regs}
         ib, ij, il = fe.fresh("ib"), fe.fresh("ij"), fe.fresh("il")
         header = fe.lines.pop()   # `for i_last in range(n_last):`, printed above
         fe.line_locs.pop()        # (fe.lines and fe.line_locs stay parallel)
-        for v, b in bufs.items():   # allocated once, before the loop nest
-            fe.line(depth, f"{b} = np.empty({_STRIP}, dtype={ps._NP_DTYPE[v.type.dtype]})")
+        allocs = [f"{b} = np.empty({_STRIP}, dtype={ps._NP_DTYPE[v.type.dtype]})" for v, b in bufs.items()]
+        allocs += [f"{rl} = np.zeros({_LANES}, dtype={ps._NP_DTYPE[v.type.dtype]})" for v, rl in rows.items()]
+        for text in allocs:   # allocated once, before the loop nest
+            fe.line(depth, text)
             fe.lines.insert(first_header, fe.lines.pop())
             fe.line_locs.insert(first_header, fe.line_locs.pop())
         assert header.strip().startswith(f"for {idx[-1]} in range("), header
+        for rl in rows.values():
+            fe.line(inner - 1, f"for {il} in range({_LANES}):")
+            fe.line(inner, f"{rl}[{il}] = 0.0")
         # the blocks are counted from 0, not stepped through with range(0, nb, _STRIP):
         # with nb a run-time value (a shape-generic module, note [shape-generic]) the
         # stepped range hid from LLVM that the index is never negative, and numba's
         # negative-index wraparound stayed in the loop (lse's gradient 3.9x slower)
         ibk = fe.fresh("ibk")
-        fe.line(inner - 1, f"for {ibk} in range({nb // _STRIP}):")
+        fe.line(inner - 1, f"for {ibk} in range({nb} // {_STRIP}):")
         fe.line(inner, f"{ib} = {ibk} * {_STRIP}")
         fe.line(inner, f"for {ij} in range({_STRIP}):")
         fe.line(inner + 1, f"{idx[-1]} = {ib} + {ij}")
@@ -428,10 +469,29 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
         fe.line(inner, f"for {ij} in range(0, {_STRIP}, {_LANES}):")
         fe.line(inner + 1, f"for {il} in range({_LANES}):")
         for v, b in bufs.items():
-            fe.line(inner + 2, f"{lanes[v]}[{il}] += {b}[{ij} + {il}]")
-        fe.line(inner - 1, f"for {idx[-1]} in range({nb}, {n_last}):")
-    _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars,
-          {v: f"{lanes[v]}[{idx[-1]} & {_LANES - 1}] +=" for v in lanes}, regs, stored)
+            fe.line(inner + 2, f"{lanes[v] if v in lanes else rows[v]}[{il}] += {b}[{ij} + {il}]")
+        if rows:
+            # the last n_last % _STRIP elements as one shorter block through the buffers (its
+            # element nb + j goes to lane j & 7, as in the blocks), then each row sum's lanes
+            # added into its local
+            tail = n_last - nb
+            fe.line(inner - 1, f"for {ij} in range({tail}):")
+            fe.line(inner, f"{idx[-1]} = {nb} + {ij}")
+            _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars,
+                  {**{v: f"{lanes[v]}[{idx[-1]} & {_LANES - 1}] +=" for v in lanes},
+                   **{v: f"{bufs[v]}[{ij}] =" for v in rows}}, regs, stored)
+            fe.line(inner - 1, f"for {ij} in range({tail}):")
+            for v, rl in rows.items():
+                fe.line(inner, f"{rl}[{ij} & {_LANES - 1}] += {bufs[v]}[{ij}]")
+            for v, rl in rows.items():
+                fe.line(inner - 1, f"{regs[v]} += " + " + ".join(f"{rl}[{k}]" for k in range(_LANES)))
+        else:
+            fe.line(inner - 1, f"for {idx[-1]} in range({nb}, {n_last}):")
+    else:
+        rows = {}
+    if not rows and not unrolled:
+        _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars,
+              {v: f"{lanes[v]}[{idx[-1]} & {_LANES - 1}] +=" for v in lanes}, regs, stored)
     for v, r in regs.items():
         if v in stored:   # the update, at this row (same additions: the sum starts at 0)
             for st, name, _ in stored[v]:
@@ -439,7 +499,7 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
         else:
             fe.line(inner - 1, f"{_sum_elem(fe, v, sums[v], idx)} = {r}")
     for v, ln in lanes.items():
-        fe.line(depth, f"{fe.py[v]} = " + " + ".join(f"{ln}[{k}]" for k in range(_LANES)))
+        fe.line(depth, f"{fe.py[v]} = " + " + ".join(ln if unrolled else [f"{ln}[{k}]" for k in range(_LANES)]))
     fe.assign(depth, [a for a, _ in renames], [b for _, b in renames])
     for st in g.stores:
         if st not in written:   # not in place: the update as usual
@@ -468,6 +528,27 @@ def _scratch_outputs(fe, dialect, g, gate) -> set:
 _VECTOR_OPS = frozenset({"neg", "abs", "sqrt", "add", "sub", "mul", "div", "smul", "smask", "lt", "le", "gt", "ge",
                          "eq", "ne", "and", "or", "xor", "not", "isnan", "where", "cast", "broadcast_to",
                          "maximum", "minimum", "sum"})
+
+
+# a group of at most this many fused statements may print its body once per lane (`_unrolled`)
+_UNROLL_BODY = 8
+# strong products print a branch (note [strong-mul]): eight copies of it stay scalar, where the
+# loop vectoriser if-converts the one in a block loop (llsq's gradient: 1.05 -> 1.44 ms unrolled)
+_GUARDED = frozenset({"smul", "smask"})
+
+
+def _unrolled(g, gate) -> bool:
+    """Print a group's innermost loop in steps of `_LANES`, its body once per lane, each full
+    sum's lanes in locals (note [strip-sums], "Unrolled lanes"): its sums are all full sums,
+    its statements inline float arithmetic (`_VECTOR_OPS`: LLVM packs the copies into vector
+    operations; a vecmath or libm body is too large to print eight times), at most
+    `_UNROLL_BODY` of them, no zero gate, and rows of at least `TINY_TRIP` elements."""
+    if gate is not None or g.stores or int(g.shape[-1]) < TINY_TRIP or len(g.fused) > _UNROLL_BODY:
+        return False
+    sums = [st for st in g.fused if st.exp.op == "sum"]
+    return bool(sums) and all(not st.pat[0].type.shape for st in sums) and all(
+        st.exp.op in _VECTOR_OPS and st.exp.op not in _GUARDED and st.pat[0].type.dtype in ("f64", "f32", "bool")
+        for st in g.fused)
 
 
 def _strip_worth(g) -> bool:

@@ -7,7 +7,13 @@ Each method writes its helper on first use and returns the helper's name:
 - `index_array_check()`: `_pb_check_idx(idx, n, k)`, every index of an array
   against an axis size n in one pass (note [run-time-checks]);
 - `_take_add_helper(axis, ndim)`: `out[..., idx[k], ...] += v[..., k, ...]`;
-- `_reduce_helper(op, dtype)`: `np.<op>` of each row of a matrix;
+- `_reduce_helper(op, dtype, nonempty)`: `np.<op>` of each row of a matrix
+  (float min and max of non-empty rows by `numba_extrema`'s intrinsics,
+  vectorised);
+- `_sum_rows_helper()`: `_pb_sum_rows(x)`, the float64 sum of each row of a
+  matrix in NumPy's pairwise order (note [pairwise-sums]);
+- `_arg_extremum_helper(op, dtype)`: np.argmax / np.argmin of a non-empty
+  float vector (a vectorised extremum, then the first index holding it);
 - `_reduce_lead_helper(op, dtype)` / `_reduce_all_helper(op, dtype)`: min or
   max over the first axis of a matrix, or of a whole vector; NaN wins, as in
   NumPy (floats through `numba_extrema`'s intrinsics, a loop LLVM vectorises;
@@ -87,8 +93,18 @@ class LoopHelpers:
         lines.append("    return out")
         return self.few_helper(name, "\n".join(lines))
 
-    def _reduce_helper(self, op: str, out_dtype: str) -> str:
+    def _reduce_helper(self, op: str, out_dtype: str, nonempty: bool = False) -> str:
         name = f"_reduce_{op}_{out_dtype}"
+        if op in ("min", "max") and nonempty and self._float_extrema(out_dtype):
+            # each row's extremum by LLVM's maximum/minimum (NaN wins), a loop the vectoriser
+            # takes as a reduction; numba's np.max of a row is a scalar loop (3.4x NumPy's time)
+            return self._minmax_helper(f"_reduce_rows_{op}_{out_dtype}", op, (
+                f"    out = np.empty(x.shape[0], dtype={_ND[out_dtype]})\n"
+                "    for k in range(x.shape[0]):\n"
+                "        m = x[k, 0]\n"
+                "        for c in range(1, x.shape[1]):\n"
+                "            m = {ext}(m, x[k, c])\n"
+                "        out[k] = m\n"))
         return self.few_helper(name, (
             f"{self.deco}\ndef {name}(x):\n"
             f"    out = np.empty(x.shape[0], dtype={_ND[out_dtype]})\n"
@@ -118,6 +134,38 @@ class LoopHelpers:
             f'    """{op} of a non-empty vector; NaN wins."""\n'
             "    out = x[0]\n"
             "    for k in range(1, x.shape[0]):\n" + step))
+
+    def _sum_rows_helper(self) -> str:
+        """The float64 sum of each row of a matrix, each in NumPy's pairwise order
+        (`numba_reduce._pb_sum_vec`, imported by the caller; note [pairwise-sums])."""
+        return self.few_helper("_pb_sum_rows", (
+            f"{self.deco}\ndef _pb_sum_rows(x):\n"
+            "    out = np.empty(x.shape[0], dtype=np.float64)\n"
+            "    for k in range(x.shape[0]):\n"
+            "        out[k] = _pb_sum_vec(x[k])\n"
+            "    return out"))
+
+    def _arg_extremum_helper(self, op: str, dtype: str) -> str:
+        """np.argmax / np.argmin of a non-empty float vector: the extremum by `numba_extrema`'s
+        intrinsics (a vectorised reduction; NaN wins), then the first index holding it (the
+        first NaN where there is one), as NumPy answers; numba's np.argmax is a scalar loop
+        (6x NumPy's time)."""
+        self._float_extrema(dtype)
+        ext = "_pb_fmax" if op == "argmax" else "_pb_fmin"
+        name = f"_{op}_{dtype}"
+        return self.few_helper(name, (
+            f"{self.deco}\ndef {name}(x):\n"
+            "    m = x[0]\n"
+            "    for k in range(1, x.shape[0]):\n"
+            f"        m = {ext}(m, x[k])\n"
+            "    if m != m:\n"
+            "        for k in range(x.shape[0]):\n"
+            "            if x[k] != x[k]:\n"
+            "                return k\n"
+            "    for k in range(x.shape[0]):\n"
+            "        if x[k] == m:\n"
+            "            return k\n"
+            "    return 0"))
 
     def _float_extrema(self, dtype: str) -> bool:
         """Whether min and max of `dtype` use `numba_extrema`'s intrinsics (floats: NaN wins,
