@@ -9,7 +9,7 @@ pytest.importorskip("numba")
 
 import pullback as pb  # noqa: E402
 from pullback.backends import numba_backend as nb  # noqa: E402
-from pullback.backends import numba_fusion  # noqa: E402
+from pullback.backends import numba_sum_loops  # noqa: E402
 
 
 def lse(x):
@@ -40,10 +40,10 @@ def moments(x):                       # llsq-like: a full sum per step, added in
 def test_strip_mined_sum_is_bitwise_the_lanes_form(monkeypatch, f, shape):
     x = np.random.default_rng(0).standard_normal(shape)
     prog = pb.jit(f).staged(x).prog
-    monkeypatch.setattr(numba_fusion, "_unrolled", lambda g, gate: False)   # the strip form itself
+    monkeypatch.setattr(numba_sum_loops, "unrolled", lambda g, gate: False)   # the strip form itself
     strip = nb.compile_prog(prog, parallel=False)
     assert "_buf[" in strip.source
-    monkeypatch.setattr(numba_fusion, "_strip_worth", lambda g: False)
+    monkeypatch.setattr(numba_sum_loops, "strip_worth", lambda g: False)
     lanes = nb.compile_prog(prog, parallel=False)
     assert "_buf[" not in lanes.source
     np.testing.assert_array_equal(strip(x)[0], lanes(x)[0])
@@ -93,7 +93,7 @@ def test_strip_blocks_are_counted_in_a_shape_generic_module(tmp_path, monkeypatc
     blocks = re.findall(r"for (ibk\w*) in range\((_pbs\[\d+\]) // (\d+)\):", gsrc)
     assert len(blocks) >= 2, gsrc                    # the exp-sum's blocks, the count of maxima's lanes
     assert not re.search(r"range\(\s*\w+,\s*_pbs\[\d+\],", gsrc), gsrc
-    assert 50000 - 50000 % numba_fusion._STRIP in args
+    assert 50000 - 50000 % numba_sum_loops.STRIP in args
 
 
 @pytest.mark.parametrize("f, shape", [(plain, (1000 + 3,)), (rows, (3, 700)), (plain, (40,)), (moments, (1000 + 5,)),
@@ -106,8 +106,8 @@ def test_unrolled_lanes_are_bitwise_the_lanes_form(monkeypatch, f, shape):
     unrolled = nb.compile_prog(prog, parallel=False)
     if f is not rows:   # tanh: a vecmath function, never unrolled
         assert "_l7 +=" in unrolled.source, unrolled.source
-    monkeypatch.setattr(numba_fusion, "_unrolled", lambda g, gate: False)
-    monkeypatch.setattr(numba_fusion, "_strip_worth", lambda g: False)
+    monkeypatch.setattr(numba_sum_loops, "unrolled", lambda g, gate: False)
+    monkeypatch.setattr(numba_sum_loops, "strip_worth", lambda g: False)
     lanes = nb.compile_prog(prog, parallel=False)
     assert "_l7 +=" not in lanes.source and "_buf[" not in lanes.source
     for a, b in zip(unrolled(x), lanes(x)):

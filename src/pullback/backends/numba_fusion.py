@@ -31,7 +31,7 @@ from ..ir.core import Body, Const, Let, Prim, Var
 from ..ir.prims.indexing import region_shape
 from ..ir.traverse import free_vars
 from ..ir.types import TensorType
-from . import checks, numba_gate, numba_scratch, numba_slots
+from . import checks, numba_gate, numba_scratch, numba_slots, numba_sum_loops
 from . import pysource as ps
 from .libcalls import elementwise_ops
 from .numba_exprs import row_sum
@@ -44,10 +44,8 @@ _ELEMENTWISE = (set(ps._UNARY_FN) | (set(ps._BIN_FN) - {"matmul"})
 _NOT_HOISTABLE = ps._STORE_OPS | {"index_update", "take_add"}
 
 
-# a full sum in a fused loop accumulates into this many partial sums (lane i0 % _LANES of
-# the innermost index), added at the end: independent additions pipeline, where one
-# accumulator waits for each addition in turn (note [numba-fusion])
-_LANES = 8
+# a full sum in a fused loop accumulates into this many partial sums (note [numba-fusion])
+_LANES = numba_sum_loops.LANES
 
 # LLVM's loop vectoriser leaves loops with a static trip count below 16 scalar
 # (its tiny-trip-count threshold), and there the vectorisable exp/log/tanh helpers
@@ -331,7 +329,7 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
     local = _scratch_outputs(fe, dialect, g, gate)
     sums = {}  # sum result -> the kept axes
     lanes = {}  # full sums -> the name of their partial sums (a list of locals where `unrolled`)
-    unrolled = _unrolled(g, gate)
+    unrolled = numba_sum_loops.unrolled(g, gate)
     for st in g.fused:
         v = st.pat[0]
         if st.exp.op == "sum":  # a reduction accumulated in the loop (see `_reduction`)
@@ -407,88 +405,16 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
         level += 1
     inner = level
     n_last = int(g.shape[-1])
+    def body(level, texts, own=True):
+        """`_body` at `level`, a sum v's value stored or added with `texts[v]`."""
+        _body(fe, dialect, g, gate, arrays, outs, sums, idx, level, dict(scalars) if own else scalars, texts,
+              regs, stored)
+
+    rows = {}
     if unrolled:
-        # the innermost loop in steps of _LANES, its body printed once per lane, each copy
-        # adding into its lane's local: the lanes and the order of additions are the lanes
-        # form's (element i to lane i & 7), and LLVM packs the copies into vector operations,
-        # where the blocks through a buffer stored and loaded every value once more
-        fe.lines.pop()        # `for i_last in range(n_last):`, printed above
-        fe.line_locs.pop()
-        n8 = n_last - n_last % _LANES   # at least TINY_TRIP: printed as is, it is a size that a
-        # shape-generic module reads at run time (note [shape-generic]), where a count below 16
-        # (n8 // 8, n % 8) would stay a literal and make every size compile
-        if n8:
-            ibk, ib = fe.fresh("ibk"), fe.fresh("ib")
-            fe.line(inner - 1, f"for {ibk} in range({n8} // {_LANES}):")
-            fe.line(inner, f"{ib} = {ibk} * {_LANES}")
-            for k in range(_LANES):
-                fe.line(inner, f"{idx[-1]} = {ib} + {k}" if k else f"{idx[-1]} = {ib}")
-                _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, dict(scalars),
-                      {v: f"{ls[k]} +=" for v, ls in lanes.items()}, regs, stored)
-        fe.line(inner - 1, f"# the last {n_last} % {_LANES} elements, one per lane (sizes a shape-generic module may read)")
-        for j in range(_LANES - 1):   # element n8 + j to lane j
-            fe.line(inner - 1, f"if {n8 + j} < {n_last}:")
-            fe.line(inner, f"{idx[-1]} = {n8 + j}")
-            _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, dict(scalars),
-                  {v: f"{ls[j]} +=" for v, ls in lanes.items()}, regs, stored)
-        rows = {}
-    elif (lanes or regs) and gate is None and n_last >= 2 * _STRIP and _strip_worth(g):
-        # strip-mined (note [vecmath]): the inner index runs in blocks of _STRIP whose
-        # lane sums go through a buffer, so the block's loop has no store through a
-        # computed index and LLVM vectorises it; the lanes and the order of additions
-        # are the same as below. A row sum (`regs`) gets lanes of its own, zeroed for
-        # each row and added into its local after the blocks (note [strip-sums], "Row
-        # sums"): adding into the local waited for each addition and kept the loop scalar
-        nb = n_last - n_last % _STRIP
-        bufs = {v: fe.fresh(f"{v.name}_buf") for v in [*lanes, *regs]}
-        rows = {v: fe.fresh(f"{v.name}_rl") for v in regs}
-        ib, ij, il = fe.fresh("ib"), fe.fresh("ij"), fe.fresh("il")
-        header = fe.lines.pop()   # `for i_last in range(n_last):`, printed above
-        fe.line_locs.pop()        # (fe.lines and fe.line_locs stay parallel)
-        allocs = [f"{b} = np.empty({_STRIP}, dtype={ps._NP_DTYPE[v.type.dtype]})" for v, b in bufs.items()]
-        allocs += [f"{rl} = np.zeros({_LANES}, dtype={ps._NP_DTYPE[v.type.dtype]})" for v, rl in rows.items()]
-        for text in allocs:   # allocated once, before the loop nest
-            fe.line(depth, text)
-            fe.lines.insert(first_header, fe.lines.pop())
-            fe.line_locs.insert(first_header, fe.line_locs.pop())
-        assert header.strip().startswith(f"for {idx[-1]} in range("), header
-        for rl in rows.values():
-            fe.line(inner - 1, f"for {il} in range({_LANES}):")
-            fe.line(inner, f"{rl}[{il}] = 0.0")
-        # the blocks are counted from 0, not stepped through with range(0, nb, _STRIP):
-        # with nb a run-time value (a shape-generic module, note [shape-generic]) the
-        # stepped range hid from LLVM that the index is never negative, and numba's
-        # negative-index wraparound stayed in the loop (lse's gradient 3.9x slower)
-        ibk = fe.fresh("ibk")
-        fe.line(inner - 1, f"for {ibk} in range({nb} // {_STRIP}):")
-        fe.line(inner, f"{ib} = {ibk} * {_STRIP}")
-        fe.line(inner, f"for {ij} in range({_STRIP}):")
-        fe.line(inner + 1, f"{idx[-1]} = {ib} + {ij}")
-        _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner + 1, dict(scalars),
-              {v: f"{b}[{ij}] =" for v, b in bufs.items()}, regs, stored)
-        fe.line(inner, f"for {ij} in range(0, {_STRIP}, {_LANES}):")
-        fe.line(inner + 1, f"for {il} in range({_LANES}):")
-        for v, b in bufs.items():
-            fe.line(inner + 2, f"{lanes[v] if v in lanes else rows[v]}[{il}] += {b}[{ij} + {il}]")
-        if rows:
-            # the last n_last % _STRIP elements as one shorter block through the buffers (its
-            # element nb + j goes to lane j & 7, as in the blocks), then each row sum's lanes
-            # added into its local
-            tail = n_last - nb
-            fe.line(inner - 1, f"for {ij} in range({tail}):")
-            fe.line(inner, f"{idx[-1]} = {nb} + {ij}")
-            _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars,
-                  {**{v: f"{lanes[v]}[{idx[-1]} & {_LANES - 1}] +=" for v in lanes},
-                   **{v: f"{bufs[v]}[{ij}] =" for v in rows}}, regs, stored)
-            fe.line(inner - 1, f"for {ij} in range({tail}):")
-            for v, rl in rows.items():
-                fe.line(inner, f"{rl}[{ij} & {_LANES - 1}] += {bufs[v]}[{ij}]")
-            for v, rl in rows.items():
-                fe.line(inner - 1, f"{regs[v]} += " + " + ".join(f"{rl}[{k}]" for k in range(_LANES)))
-        else:
-            fe.line(inner - 1, f"for {idx[-1]} in range({nb}, {n_last}):")
-    else:
-        rows = {}
+        numba_sum_loops.emit_unrolled(fe, g, idx, inner, lanes, body)
+    elif (lanes or regs) and gate is None and n_last >= 2 * numba_sum_loops.STRIP and numba_sum_loops.strip_worth(g):
+        rows = numba_sum_loops.emit_strip(fe, g, idx, inner, depth, first_header, lanes, regs, body)
     if not rows and not unrolled:
         _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars,
               {v: f"{lanes[v]}[{idx[-1]} & {_LANES - 1}] +=" for v in lanes}, regs, stored)
@@ -510,9 +436,6 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
                         | numba_slots.placed(dialect, st), depth)
 
 
-_STRIP = 256   # block length of a strip-mined fused sum
-
-
 def _scratch_outputs(fe, dialect, g, gate) -> set:
     """The kept results of group g that may be written into scratch arrays
     (`numba_scratch`): in a body that runs repeatedly, not behind a zero gate
@@ -525,44 +448,6 @@ def _scratch_outputs(fe, dialect, g, gate) -> set:
 
 
 # float operations LLVM vectorises inline (no call, no check that raises)
-_VECTOR_OPS = frozenset({"neg", "abs", "sqrt", "add", "sub", "mul", "div", "smul", "smask", "lt", "le", "gt", "ge",
-                         "eq", "ne", "and", "or", "xor", "not", "isnan", "where", "cast", "broadcast_to",
-                         "maximum", "minimum", "sum"})
-
-
-# a group of at most this many fused statements may print its body once per lane (`_unrolled`)
-_UNROLL_BODY = 8
-# strong products print a branch (note [strong-mul]): eight copies of it stay scalar, where the
-# loop vectoriser if-converts the one in a block loop (llsq's gradient: 1.05 -> 1.44 ms unrolled)
-_GUARDED = frozenset({"smul", "smask"})
-
-
-def _unrolled(g, gate) -> bool:
-    """Print a group's innermost loop in steps of `_LANES`, its body once per lane, each full
-    sum's lanes in locals (note [strip-sums], "Unrolled lanes"): its sums are all full sums,
-    its statements inline float arithmetic (`_VECTOR_OPS`: LLVM packs the copies into vector
-    operations; a vecmath or libm body is too large to print eight times), at most
-    `_UNROLL_BODY` of them, no zero gate, and rows of at least `TINY_TRIP` elements."""
-    if gate is not None or g.stores or int(g.shape[-1]) < TINY_TRIP or len(g.fused) > _UNROLL_BODY:
-        return False
-    sums = [st for st in g.fused if st.exp.op == "sum"]
-    return bool(sums) and all(not st.pat[0].type.shape for st in sums) and all(
-        st.exp.op in _VECTOR_OPS and st.exp.op not in _GUARDED and st.pat[0].type.dtype in ("f64", "f32", "bool")
-        for st in g.fused)
-
-
-def _strip_worth(g) -> bool:
-    """Strip-mine a group's full sums when its loop vectorises only without the
-    lanes' computed-index store: it computes vecmath's functions (note [vecmath]),
-    or only inline float arithmetic (note [strip-sums]). A libm call does not
-    vectorise either way, and there the blocks cost a little."""
-    from .libcalls import vecmath
-
-    if vecmath.enabled() and any(st.exp.op in vecmath.OPS for st in g.fused):
-        return True
-    return all(st.exp.op in _VECTOR_OPS and st.pat[0].type.dtype in ("f64", "f32", "bool") for st in g.fused)
-
-
 def _in_locals(sums, lanes, ndim) -> list:
     """The partial sums (not full ones) that reduce the innermost axis."""
     return [v for v, keep in sums.items() if v not in lanes and ndim - 1 not in keep]
