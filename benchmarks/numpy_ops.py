@@ -143,6 +143,29 @@ def f_logsumexp1(X):
     return np.log(np.sum(np.exp(X), axis=1))
 
 
+def f_softmax_rows(X):
+    e = np.exp(X - np.max(X, axis=1, keepdims=True))
+    return np.sum(np.log(np.sum(e / np.sum(e, axis=1, keepdims=True), axis=1)))
+
+
+def f_layernorm(X):
+    mu = np.mean(X, axis=1, keepdims=True)
+    var = np.mean((X - mu) ** 2, axis=1, keepdims=True)
+    return np.sum((X - mu) / np.sqrt(var + 1e-5))
+
+
+def f_center_cols(X):
+    return np.sum((X - np.mean(X, axis=0)) ** 2)
+
+
+def f_mse_rows(X):
+    return np.mean(np.sum((X - X[0]) ** 2, axis=1))
+
+
+def f_logistic(x):
+    return np.sum(np.log1p(np.exp(-np.abs(x))) + np.maximum(-x, 0.0))
+
+
 CASES = [
     ('prod', f_prod, 'x'),
     ('mean', f_mean, 'x'),
@@ -174,6 +197,11 @@ CASES = [
     ('pow3', f_pow3, 'x'),
     ('softmax', f_softmax, 'x'),
     ('logsumexp1', f_logsumexp1, 'X'),
+    ('softmax rows', f_softmax_rows, 'X'),
+    ('layernorm', f_layernorm, 'X'),
+    ('center cols', f_center_cols, 'X'),
+    ('mse rows', f_mse_rows, 'X'),
+    ('logistic', f_logistic, 'x'),
 ]
 
 
