@@ -19,8 +19,9 @@ Contract:
   element) is at least `COPY_WORK` per element of the array. A copy reads and
   writes each element once: for a program that does little more (a sum, a few
   products) it costs as much as the strided loops it would replace.
-- `read_whole(prog, func) -> tuple[bool, ...]`, *read whole*: an array parameter read by any primitive other than `index`
-  and `take`, or stacked by a `Map`, directly or through an alias (a
+- `read_whole(prog, func) -> tuple[bool, ...]`, per parameter, *read whole*: an
+  array parameter read by any primitive other than `index` and `take`, or
+  stacked by a `Map`, directly or through an alias (a
   `transpose`, `reshape`, `broadcast_to` or `stop_gradient` of it, an `index` or
   `take` whose result has at least half its elements, a loop parameter it starts,
   or the parameter of a called function that reads that parameter whole). An

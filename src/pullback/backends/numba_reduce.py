@@ -5,9 +5,10 @@ Contract:
 - `_pb_sum_vec(x)`: the float64 sum of a float64 vector `x` (any strides) in
   NumPy's pairwise order (`pairwise_sum` of numpy/_core/src/umath/loops_utils.h.src):
   np.sum's bits. A numba intrinsic that calls an LLVM function defined in the
-  caller's module (`_pairwise_fn`, recursive): a helper printed into each module cost 0.3-0.4 s of numba's
-  typing per module, the same code as a numba function compiled once per
-  process 0.15-0.24 s per process (lstm's gradient, kmeans' primal).
+  caller's module (`_pairwise_fn`, recursive): a helper printed into each
+  module cost 0.3-0.5 s of numba's work per module, the same code as a numba
+  function compiled once per process 0.15-0.24 s per process (lstm's
+  gradient, kmeans' primal).
 - `_pb_memory_vector(x)`: numba intrinsic, for a float64 array `x` of any rank
   and layout: a C-ordered vector of x's elements, in memory order where x is
   C- or F-contiguous (a view: x's memory, a new reference to its meminfo; a

@@ -313,13 +313,16 @@ class _Ownership:
             cand.add(j)
         binders = tuple(e.params) + ((e.form.index,) if isinstance(e.form, ForForm) else ())
         while True:
-            snap = (set(self.owned), set(self.inplace))
+            # every decision the body's analysis records is undone with a rejected candidate:
+            # an accumulation in place (`inplace_add`) left from a try where a parameter was
+            # owned updated its read-only initial array (a broadcast seed) in the next
+            snap = (set(self.owned), set(self.inplace), dict(self.inplace_add))
             self.owned.update(e.params[j] for j in cand)
             self.body(e.body, binders)
             bad = {j for j in cand if res[j] != e.params[j] and res[j] not in self.owned}
             if not bad:
                 break
-            self.owned, self.inplace = snap
+            self.owned, self.inplace, self.inplace_add = snap
             cand -= bad
         self.loop_owned[id(st)] = cand
         self.loop_copy[id(st)] = cand & copy
