@@ -166,6 +166,10 @@ def f_logistic(x):
     return np.sum(np.log1p(np.exp(-np.abs(x))) + np.maximum(-x, 0.0))
 
 
+def f_argmax_ax1(X):
+    return np.argmax(X, axis=1)
+
+
 CASES = [
     ('prod', f_prod, 'x'),
     ('mean', f_mean, 'x'),
@@ -202,6 +206,7 @@ CASES = [
     ('center cols', f_center_cols, 'X'),
     ('mse rows', f_mse_rows, 'X'),
     ('logistic', f_logistic, 'x'),
+    ('argmax ax1', f_argmax_ax1, 'X'),
 ]
 
 

@@ -98,3 +98,28 @@ def test_long_fused_row_sums_are_strip_mined():
     np.testing.assert_allclose(pb.jit(row_lse, backend="numba")(X), row_lse(X), rtol=1e-14)
     np.testing.assert_allclose(pb.grad(lambda X: np.sum(row_lse(X)), backend="numba")(X),
                                pb.grad(lambda X: np.sum(row_lse(X)), backend="interp")(X), rtol=1e-13)
+
+
+def arg_max_rows(X):
+    return np.argmax(X, axis=1)
+
+
+def arg_min_rows(X):
+    return np.argmin(X, axis=-1)
+
+
+def test_row_arg_extrema_match_numpy():
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((7, 30))
+    X[1, [3, 9]] = np.nan
+    X[2, :] = 0.0
+    X[2, 4] = -0.0
+    X[3, [5, 17]] = 9.0
+    X[4, [6, 20]] = -9.0
+    X[5, 29] = np.inf
+    X[6, 0] = -np.inf
+    for f, ref in ((arg_max_rows, lambda X: np.argmax(X, axis=1)), (arg_min_rows, lambda X: np.argmin(X, axis=-1))):
+        np.testing.assert_array_equal(pb.jit(f, backend="numba")(X), ref(X))
+    assert "_argmax_rows_f64(" in _code(arg_max_rows, X)
+    X3 = rng.standard_normal((2, 3, 40))
+    np.testing.assert_array_equal(pb.jit(arg_min_rows, backend="numba")(X3), np.argmin(X3, axis=-1))

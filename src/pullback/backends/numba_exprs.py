@@ -151,9 +151,15 @@ def expr(d, fe, e: Prim, pat):
         if pat[0] in d.unset:
             return f"np.empty({shape_tuple(p['shape'])}, dtype={_ND[out_t.dtype]})"
         return f"np.full({shape_tuple(p['shape'])}, {scalar_cast(out_t.dtype, A(v))})"
-    if op in ("argmax", "argmin") and _ndim(args[0]) == 1 and args[0].type.dtype in ("f64", "f32") \
-            and int(args[0].type.shape[0]) >= 1:
-        return f"{d._arg_extremum_helper(op, args[0].type.dtype)}({A(args[0])})"
+    if op in ("argmax", "argmin") and args[0].type.dtype in ("f64", "f32") and _ndim(args[0]) >= 1 \
+            and int(args[0].type.shape[-1]) >= 1:
+        x = args[0]
+        if _ndim(x) == 1:
+            return f"{d._arg_extremum_helper(op, x.type.dtype)}({A(x)})"
+        if int(p["axis"]) % _ndim(x) == _ndim(x) - 1:   # along the last axis: each row
+            K, R = int(np.prod(x.type.shape[:-1])), int(x.type.shape[-1])
+            h = d._arg_extremum_rows_helper(op, x.type.dtype)
+            return d.reshaped(f"{h}({d.reshaped(A(x), (K, R))})", out_t.shape)
     if op in ps._REDUCE:
         (x,) = args
         axes = tuple(int(a) for a in p["axes"])
