@@ -88,7 +88,7 @@ def test_row_extrema_match_numpy(f, ref):
 def test_arg_extrema_match_numpy(x):
     for f, ref in ((arg_max, np.argmax), (arg_min, np.argmin)):
         assert pb.jit(f, backend="numba")(x) == ref(x), (f.__name__, x)
-    assert "_argmax_f64(" in _code(arg_max, x)
+    assert "_argmax_rows_f64(" in _code(arg_max, x)
 
 
 def test_long_fused_row_sums_are_strip_mined():

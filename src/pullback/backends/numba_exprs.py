@@ -154,12 +154,11 @@ def expr(d, fe, e: Prim, pat):
     if op in ("argmax", "argmin") and args[0].type.dtype in ("f64", "f32") and _ndim(args[0]) >= 1 \
             and int(args[0].type.shape[-1]) >= 1:
         x = args[0]
-        if _ndim(x) == 1:
-            return f"{d._arg_extremum_helper(op, x.type.dtype)}({A(x)})"
-        if int(p["axis"]) % _ndim(x) == _ndim(x) - 1:   # along the last axis: each row
+        nd = _ndim(x)
+        if nd == 1 or int(p["axis"]) % nd == nd - 1:   # a vector (one row), or along the last axis
             K, R = int(np.prod(x.type.shape[:-1])), int(x.type.shape[-1])
-            h = d._arg_extremum_rows_helper(op, x.type.dtype)
-            return d.reshaped(f"{h}({d.reshaped(A(x), (K, R))})", out_t.shape)
+            rows = f"{d._arg_extremum_rows_helper(op, x.type.dtype)}({d.reshaped(A(x), (K, R))})"
+            return f"{rows}[0]" if nd == 1 else d.reshaped(rows, out_t.shape)
     if op in ps._REDUCE:
         (x,) = args
         axes = tuple(int(a) for a in p["axes"])

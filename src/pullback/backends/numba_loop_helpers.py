@@ -12,9 +12,9 @@ Each method writes its helper on first use and returns the helper's name:
   vectorised);
 - `_sum_rows_helper()`: `_pb_sum_rows(x)`, the float64 sum of each row of a
   matrix in NumPy's pairwise order (note [pairwise-sums]);
-- `_arg_extremum_helper(op, dtype)`: np.argmax / np.argmin of a non-empty
-  float vector (a vectorised extremum, then the first index holding it);
-  `_arg_extremum_rows_helper(op, dtype)` the same for each row of a matrix;
+- `_arg_extremum_rows_helper(op, dtype)`: np.argmax / np.argmin of each
+  non-empty row of a float matrix (a vectorised extremum, then the first index
+  holding it);
 - `_reduce_lead_helper(op, dtype)` / `_reduce_all_helper(op, dtype)`: min or
   max over the first axis of a matrix, or of a whole vector; NaN wins, as in
   NumPy (floats through `numba_extrema`'s intrinsics, a loop LLVM vectorises;
@@ -146,32 +146,11 @@ class LoopHelpers:
             "        out[k] = _pb_sum_vec(x[k])\n"
             "    return out"))
 
-    def _arg_extremum_helper(self, op: str, dtype: str) -> str:
-        """np.argmax / np.argmin of a non-empty float vector: the extremum by `numba_extrema`'s
-        intrinsics (a vectorised reduction; NaN wins), then the first index holding it (the
-        first NaN where there is one), as NumPy answers; numba's np.argmax is a scalar loop
-        (6x NumPy's time)."""
-        self._float_extrema(dtype)
-        ext = "_pb_fmax" if op == "argmax" else "_pb_fmin"
-        name = f"_{op}_{dtype}"
-        return self.few_helper(name, (
-            f"{self.deco}\ndef {name}(x):\n"
-            "    m = x[0]\n"
-            "    for k in range(1, x.shape[0]):\n"
-            f"        m = {ext}(m, x[k])\n"
-            "    if m != m:\n"
-            "        for k in range(x.shape[0]):\n"
-            "            if x[k] != x[k]:\n"
-            "                return k\n"
-            "    for k in range(x.shape[0]):\n"
-            "        if x[k] == m:\n"
-            "            return k\n"
-            "    return 0"))
-
     def _arg_extremum_rows_helper(self, op: str, dtype: str) -> str:
-        """np.argmax / np.argmin of each row of a float matrix with non-empty rows, as
-        `_arg_extremum_helper` does for one vector (numba's np.argmax along an axis: 4.6x
-        NumPy's time)."""
+        """np.argmax / np.argmin of each row of a float matrix with non-empty rows (a vector is
+        one row): each row's extremum by `numba_extrema`'s intrinsics (a vectorised
+        reduction; NaN wins), then the first index holding it (the first NaN where there is
+        one), as NumPy answers; numba's np.argmax is a scalar loop (4.6-6.6x NumPy's time)."""
         self._float_extrema(dtype)
         ext = "_pb_fmax" if op == "argmax" else "_pb_fmin"
         name = f"_{op}_rows_{dtype}"
