@@ -223,6 +223,10 @@ def main():
     rng = np.random.default_rng(0)
     data = {"x": rng.standard_normal(1_000_000), "X": rng.standard_normal((1000, 1000))}
     only = {n.strip() for n in a.only.split(",") if n.strip()}
+    unknown = only - {name.replace(" ", "_") for name, _, _ in CASES}
+    if unknown:
+        ap.error(f"unknown operations {sorted(unknown)}; known: "
+                 + ", ".join(name.replace(" ", "_") for name, _, _ in CASES))
     print("| operation | pullback | NumPy | pullback / NumPy | pullback gradient |")
     print("|---|---|---|---|---|")
     for name, f, d in CASES:

@@ -159,6 +159,21 @@ print("J", json.dumps(out))
 """
 
 
+# the timing both speed drivers share: 21 rounds of `reps` calls of each, interleaved; medians
+_INTERLEAVED = """
+import time, statistics
+
+def interleaved(spec, gen, args, reps):
+    ts, tg = [], []
+    for r in range(21):
+        for f, acc in ((spec, ts), (gen, tg)):
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                f(*args)
+            acc.append((time.perf_counter() - t0) / reps)
+    return statistics.median(ts), statistics.median(tg)
+"""
+
 _SPEED_DRIVER = """
 import os, time, statistics
 import numpy as np
@@ -177,15 +192,8 @@ def speed(label, fn, first, last):
         return
     leaves, _ = flatten(last)
     assert all(np.array_equal(x, y) for x, y in zip(spec(*leaves), gen(*leaves))), label
-    ts, tg = [], []
-    reps = 10
-    for r in range(21):
-        for f, acc in ((spec, ts), (gen, tg)):
-            t0 = time.perf_counter()
-            for _ in range(reps):
-                f(*leaves)
-            acc.append((time.perf_counter() - t0) / reps)
-    print("S", label, statistics.median(ts), statistics.median(tg), len(gen.spec.shape_args), flush=True)
+    ts, tg = interleaved(spec, gen, leaves, 10)
+    print("S", label, ts, tg, len(gen.spec.shape_args), flush=True)
 """
 
 _SPEED_CASE = """
@@ -234,15 +242,9 @@ def same(x, y):
     return np.array_equal(np.asarray(x), np.asarray(y))
 for what, spec, gen, i in (("primal", fs, fg, 0), ("deriv", ds, dg, 1)):
     assert same(rs[i], rg[i]), what
-    ts, tg = [], []
     reps = max(1, min(100, int(0.02 / max(1e-7, min(timeit(spec), timeit(gen))))))
-    for r in range(21):
-        for f, acc in ((spec, ts), (gen, tg)):
-            t0 = time.perf_counter()
-            for _ in range(reps):
-                f(*a1)
-            acc.append((time.perf_counter() - t0) / reps)
-    print("S", NAME, what, statistics.median(ts), statistics.median(tg), k, flush=True)
+    ts, tg = interleaved(spec, gen, a1, reps)
+    print("S", NAME, what, ts, tg, k, flush=True)
 """
 
 
@@ -257,11 +259,15 @@ def _speed(names, cache_root):
         if ":" in name:
             prog, size = name.split(":", 1)
             size, _, first = size.partition("/")
+            if first and not all(kv.count("=") == 1 and kv.split("=")[1].lstrip("-").isdigit()
+                                 for kv in first.split(",")):
+                raise SystemExit(f"--speed {name}: after '/' give KEY=INT[,KEY=INT...] (a parameter of "
+                                 f"benchmarks/programs/{prog}.py's SIZES), e.g. lse:gb-n1280000/n=1000000")
             body = (f"BENCH = {HERE!r}\nPROGRAM = {prog!r}\nSIZE = {size!r}\nFIRST = {first!r}\nNAME = {name!r}\n"
-                    + _SPEED_PROGRAM)
+                    + _INTERLEAVED + _SPEED_PROGRAM)
         else:
             shape_body, sizes = _SHAPES[name]
-            body = shape_body + f"SIZES = {list(sizes)!r}\nNAME = {name!r}\n" + _SPEED_DRIVER + _SPEED_CASE
+            body = shape_body + f"SIZES = {list(sizes)!r}\nNAME = {name!r}\n" + _INTERLEAVED + _SPEED_DRIVER + _SPEED_CASE
         cache = tempfile.mkdtemp(prefix="pullback-speed-bench-", dir=cache_root)
         path = os.path.join(cache, "driver.py")
         with open(path, "w") as fh:

@@ -113,7 +113,6 @@ def _partial_sum(st: Let) -> bool:
     return 0 < nax < len(shape) and _reduction(st, tuple(shape))
 
 
-
 def _hoistable(st: Let, fused_vars: set, fused_reads: set) -> bool:
     """May `st` run before the loop? Pure primitives that read no fused result;
     also an in-place update whose array the fused statements do not read (so
@@ -415,9 +414,8 @@ def emit(fe, dialect, g: Group, depth: int) -> None:
         numba_sum_loops.emit_unrolled(fe, g, idx, inner, lanes, body)
     elif (lanes or regs) and gate is None and n_last >= 2 * numba_sum_loops.STRIP and numba_sum_loops.strip_worth(g):
         rows = numba_sum_loops.emit_strip(fe, g, idx, inner, depth, first_header, lanes, regs, body)
-    if not rows and not unrolled:
-        _body(fe, dialect, g, gate, arrays, outs, sums, idx, inner, scalars,
-              {v: f"{lanes[v]}[{idx[-1]} & {_LANES - 1}] +=" for v in lanes}, regs, stored)
+    if not rows and not unrolled:   # the lanes form (or the strip-mined form's tail)
+        body(inner, {v: f"{lanes[v]}[{idx[-1]} & {_LANES - 1}] +=" for v in lanes}, own=False)
     for v, r in regs.items():
         if v in stored:   # the update, at this row (same additions: the sum starts at 0)
             for st, name, _ in stored[v]:
@@ -447,7 +445,6 @@ def _scratch_outputs(fe, dialect, g, gate) -> set:
     return numba_scratch.local_values(g.rest, g.result, cands, dialect.push_copies, fe.own) if cands else set()
 
 
-# float operations LLVM vectorises inline (no call, no check that raises)
 def _in_locals(sums, lanes, ndim) -> list:
     """The partial sums (not full ones) that reduce the innermost axis."""
     return [v for v, keep in sums.items() if v not in lanes and ndim - 1 not in keep]

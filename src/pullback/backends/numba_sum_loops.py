@@ -31,6 +31,7 @@ from . import pysource as ps
 LANES = 8
 STRIP = 256   # block length of a strip-mined fused sum
 
+# float operations LLVM vectorises inline (no call, no check that raises)
 VECTOR_OPS = frozenset({"neg", "abs", "sqrt", "add", "sub", "mul", "div", "smul", "smask", "lt", "le", "gt", "ge",
                         "eq", "ne", "and", "or", "xor", "not", "isnan", "where", "cast", "broadcast_to",
                         "maximum", "minimum", "sum"})
