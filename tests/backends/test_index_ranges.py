@@ -1,8 +1,6 @@
 """Index checks the enclosing loops make unnecessary are not printed
 (backends/pysource/ranges.py, note [index-ranges]); every other one stays and
 still reports the user's line."""
-import importlib.util
-import pathlib
 
 import numpy as np
 import pytest
@@ -11,6 +9,7 @@ pytest.importorskip("numba")
 
 import pullback as pb
 from pullback.backends import numba_backend as nb
+from _corpus import program  # noqa: E402 - tests/backends/_corpus.py
 
 
 def upper(A):                     # j in range(i + 1, n): i + 1 + counter < n
@@ -21,16 +20,7 @@ def upper(A):                     # j in range(i + 1, n): i + 1 + counter < n
     return s
 
 
-def _corpus(name):
-    """A program of tests/programs/ (Gaussian elimination: triangular loops)."""
-    path = pathlib.Path(__file__).parent.parent / "programs" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"_ranges_{name}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.f
-
-
-det_gauss = _corpus("det_gauss_inplace")
+det_gauss = program("det_gauss_inplace")
 
 
 def one_past(A):                  # j + 1 reaches n: checked, and it fails at run time

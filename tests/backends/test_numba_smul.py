@@ -9,6 +9,7 @@ from numba import njit
 import pullback as pb
 from pullback.backends.libcalls.smul import _ARRAY
 from pullback.backends.numba_smul import _pb_smul_cs, _pb_smul_s, _pb_smul_sc
+from _corpus import program  # noqa: E402 - tests/backends/_corpus.py
 
 EDGE = [0.0, -0.0, 1.0, -2.5, 1e-310, 1e308, np.inf, -np.inf, np.nan]
 
@@ -110,21 +111,9 @@ def test_invariant_factor_forms_are_the_strong_product():
             assert same(h, ref(c, x)), (c, x)
 
 
-def _corpus(name):
-    """A program of tests/programs/, loaded by path."""
-    import importlib.util
-    import pathlib
-
-    path = pathlib.Path(__file__).parent.parent / "programs" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"_smul_{name}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.f
-
-
 # Gaussian elimination: the inner adjoint loop multiplies by the row's `factor`, which that loop
 # does not change
-_elim = _corpus("det_gauss_inplace")
+_elim = program("det_gauss_inplace")
 
 
 def test_loops_print_the_invariant_factor_form_where_a_factor_is_fixed():
